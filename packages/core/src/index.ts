@@ -1,0 +1,6 @@
+export * from "./errors.js";
+export * from "./policy.js";
+export * from "./schemas.js";
+export type * from "./runner.js";
+export type * from "./store.js";
+export { currentToolCall, runInToolCall, runOutsideToolCall, type ToolCallContext } from "./tool-context.js";

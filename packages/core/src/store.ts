@@ -1,0 +1,95 @@
+/**
+ * The store interface: what a storage backend implements (DESIGN §7). The session head is stored
+ * whole; history and events are appended, so a commit's cost does not grow with history length.
+ */
+import type { EventBody, HistoryItem, InboxEntry, InboxItem, SessionEvent, SessionHead } from "./schemas.js";
+
+/** An exclusive, expiring right to advance one session. `fence` grows with every grant. */
+export interface Lease {
+  readonly sessionId: string;
+  readonly workerId: string;
+  readonly fence: number;
+  /** Epoch milliseconds. */
+  readonly expiresAt: number;
+}
+
+export interface StoredSession {
+  readonly head: SessionHead;
+  readonly version: number;
+  readonly lastEventSeq: number;
+}
+
+export interface NewSession {
+  readonly head: SessionHead;
+  readonly events: readonly EventBody[];
+  /** A first inbox entry written in the same atomic operation. */
+  readonly inbox?: { readonly entry: InboxEntry; readonly dedupeKey: string | null };
+}
+
+export interface Commit {
+  readonly sessionId: string;
+  /** The lease this commit is made under; a commit under any other fence is refused. */
+  readonly fence: number;
+  readonly expectedVersion: number;
+  /** The new head; absent for a commit of events only (which leaves the version as it is). */
+  readonly head?: SessionHead;
+  /** Whether the session has work a worker can do without new input. Required with `head`. */
+  readonly runnable?: boolean;
+  readonly appendHistory?: readonly HistoryItem[];
+  readonly events: readonly EventBody[];
+}
+
+export interface CommitResult {
+  readonly version: number;
+  readonly lastEventSeq: number;
+}
+
+export interface EnqueueResult {
+  readonly seq: number;
+  /** True when an entry with the same dedupe key was already in the inbox; nothing was written. */
+  readonly duplicate: boolean;
+}
+
+export type StoreNotification =
+  | { readonly kind: "work" }
+  | { readonly kind: "inbox"; readonly sessionId: string }
+  | { readonly kind: "events"; readonly sessionId: string };
+
+export interface AcquireLeaseOptions {
+  readonly workerId: string;
+  readonly ttlMs: number;
+  /** Only sessions of these agents. */
+  readonly agents: readonly string[];
+}
+
+export interface SessionStore {
+  /** Throws `SessionStateError` when the ID is taken. */
+  createSession(session: NewSession): Promise<CommitResult>;
+  loadSession(sessionId: string): Promise<StoredSession | null>;
+  readHistory(sessionId: string, offset?: number): Promise<HistoryItem[]>;
+  /**
+   * Atomically writes the head, the appended history and the events. Throws `LeaseLostError` when
+   * `fence` is not the session's live lease, `VersionConflictError` when the version moved.
+   */
+  commit(commit: Commit): Promise<CommitResult>;
+  /**
+   * Appends to the session's inbox. Throws `SessionNotFoundError`. With a dedupe key that is
+   * already present, writes nothing and answers `duplicate: true` with the first entry's seq.
+   */
+  enqueue(sessionId: string, entry: InboxEntry, dedupeKey: string | null): Promise<EnqueueResult>;
+  /** Inbox entries with `seq > afterSeq`, in order. */
+  readInbox(sessionId: string, afterSeq: number): Promise<InboxItem[]>;
+  /**
+   * Leases one runnable session (its `runnable` flag is set, or it has inbox entries past the head's
+   * `inboxCursor`) that no live lease holds, or null.
+   */
+  acquireLease(options: AcquireLeaseOptions): Promise<Lease | null>;
+  /** Extends a live lease; null when it was lost. */
+  renewLease(lease: Lease, ttlMs: number): Promise<Lease | null>;
+  releaseLease(lease: Lease): Promise<void>;
+  /** Events with `seq > afterSeq`, in order, at most `limit`. */
+  readEvents(sessionId: string, afterSeq: number, limit?: number): Promise<SessionEvent[]>;
+  /** In-process wake-ups; returns the unsubscribe function. Notifications may be lost: poll too. */
+  subscribe(listener: (notification: StoreNotification) => void): () => void;
+  close(): Promise<void>;
+}

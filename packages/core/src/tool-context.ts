@@ -1,0 +1,35 @@
+/**
+ * Inside a tool: the current call's idempotency key and attempt. The engine runs every tool call
+ * inside this context. The storage is shared through `globalThis`, so that two copies of this
+ * package in one process still see the same context.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+
+export interface ToolCallContext {
+  readonly sessionId: string;
+  readonly turnId: string;
+  readonly toolCallId: string;
+  readonly toolName: string;
+  /** `<sessionId>/<turnId>/<toolCallId>`: the same on every attempt and after a crash. */
+  readonly idempotencyKey: string;
+  /** 1-based attempt number, counted durably across crashes. */
+  readonly attempt: number;
+}
+
+const storageKey = Symbol.for("durable-agents.tool-call-context");
+const globalSlot = globalThis as unknown as Record<symbol, AsyncLocalStorage<ToolCallContext> | undefined>;
+const storage: AsyncLocalStorage<ToolCallContext> = (globalSlot[storageKey] ??= new AsyncLocalStorage<ToolCallContext>());
+
+/** The call being executed, or undefined outside a tool call step. */
+export function currentToolCall(): ToolCallContext | undefined {
+  return storage.getStore();
+}
+
+export function runInToolCall<T>(context: ToolCallContext, fn: () => T): T {
+  return storage.run(context, fn);
+}
+
+/** Runs `fn` outside any tool call (e.g. nested agent runs whose tools must not reuse the outer key). */
+export function runOutsideToolCall<T>(fn: () => T): T {
+  return storage.exit(fn);
+}
