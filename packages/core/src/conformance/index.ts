@@ -1,1 +1,9 @@
-export {};
+export type {
+  RawSessionRow,
+  RawStoreReader,
+  RunnerConformanceOptions,
+  RunnerFactory,
+  SessionConformanceOptions,
+  StoreHarness,
+  TestApi,
+} from "./types.js";

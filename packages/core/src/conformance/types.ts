@@ -1,0 +1,62 @@
+/**
+ * What a package hands the conformance suites. The suites take the test functions of the caller's
+ * test framework, so core depends on none.
+ */
+import type { Runner } from "../runner.js";
+import type { SessionStore } from "../store.js";
+import type { ConformanceTool } from "../testing/scripted-rules.js";
+
+type TestBody = () => unknown | Promise<unknown>;
+
+export interface TestApi {
+  readonly describe: (name: string, body: () => void) => void;
+  readonly it: (name: string, body: TestBody, timeoutMs?: number) => void;
+  readonly afterEach?: (body: TestBody) => void;
+  readonly afterAll?: (body: TestBody) => void;
+}
+
+/** A session row as the backend stored it, read without going through the store's API. */
+export interface RawSessionRow {
+  readonly sessionId: string;
+  readonly agent: string;
+  readonly version: number;
+  readonly fence: number;
+  readonly leaseOwner: string | null;
+  /** Epoch milliseconds, or null when no lease was ever granted or it was released. */
+  readonly leaseExpiresAt: number | null;
+  readonly runnable: boolean;
+  readonly inboxCursor: number;
+  /** The stored head, as JSON. */
+  readonly head: unknown;
+}
+
+/** Reads what a backend wrote, directly from its storage (tables, maps), not through `SessionStore`. */
+export interface RawStoreReader {
+  session(sessionId: string): Promise<RawSessionRow | null>;
+  /** Stored history items (JSON), in order. */
+  history(sessionId: string): Promise<unknown[]>;
+  events(sessionId: string): Promise<{ seq: number; type: string; data: unknown }[]>;
+  inbox(sessionId: string): Promise<{ seq: number; dedupeKey: string | null; entry: unknown }[]>;
+}
+
+export interface StoreHarness {
+  readonly store: SessionStore;
+  readonly raw: RawStoreReader;
+  /** Called after each test. */
+  cleanup?(): Promise<void>;
+}
+
+/** Builds a runner whose agent has exactly these tools and whose deterministic model follows `decideScriptedResponse`. */
+export type RunnerFactory = (tools: readonly ConformanceTool[]) => Runner | Promise<Runner>;
+
+export interface RunnerConformanceOptions {
+  readonly makeRunner: RunnerFactory;
+  /** Model calls made so far by the runners this factory built (its deterministic model counts them). */
+  readonly modelCalls?: () => number;
+}
+
+export interface SessionConformanceOptions {
+  readonly makeRunner: RunnerFactory;
+  /** A fresh store for one test; `cleanup` runs after it. */
+  readonly makeStore: () => Promise<{ store: SessionStore; cleanup?: () => Promise<void> }>;
+}
