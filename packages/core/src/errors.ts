@@ -16,7 +16,8 @@ export type ErrorCode =
   | "lease_lost"
   | "policy"
   | "unknown_agent"
-  | "tool_execution";
+  | "tool_execution"
+  | "timeout";
 
 export class DurableAgentsError extends Error {
   readonly [marker] = true;
@@ -146,4 +147,12 @@ export class ToolExecutionError extends DurableAgentsError {
     super("tool_execution", message, options);
   }
   static override isInstance = guard<ToolExecutionError>("tool_execution");
+}
+
+/** A wait (e.g. `waitUntilIdle`) ran out of time; nothing was changed. */
+export class WaitTimeoutError extends DurableAgentsError {
+  constructor(message: string) {
+    super("timeout", message);
+  }
+  static override isInstance = guard<WaitTimeoutError>("timeout");
 }

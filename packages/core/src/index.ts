@@ -14,3 +14,23 @@ export {
   type SessionDefinition,
   type SessionDefinitionOptions,
 } from "./definition.js";
+export {
+  apply,
+  currentCalls,
+  deriveStatus,
+  dueSteps,
+  isRunnable,
+  isTurnActive,
+  newSessionHead,
+  outcomesForNextModelStep,
+  type DueStep,
+  type MachineConfig,
+  type MachineInput,
+  type PlannedCall,
+  type Transition,
+} from "./machine.js";
+export { defaultRejectionMessage, describeOutcome, describeTurnFailure } from "./outcome-text.js";
+export { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
+export { driveSession, type DriveEnd, type DriveOptions } from "./session-driver.js";
+export { Worker, type WorkerOptions } from "./worker.js";
+export { SessionClient, type ClientLimits, type SessionClientOptions, type StepLogEntry } from "./client.js";

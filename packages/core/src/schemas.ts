@@ -97,6 +97,8 @@ export const Turn = z.object({
   number: z.number().int().positive(),
   userText: z.string(),
   phase: z.enum(["model", "tools", "completed", "failed"]),
+  /** History length before the turn's user item. */
+  historyStart: z.number().int().nonnegative(),
   /** RunModel steps completed in this turn. */
   modelSteps: z.number().int().nonnegative(),
   /** Failed attempts of the RunModel step that is due now. */
@@ -115,7 +117,7 @@ export type Turn = z.infer<typeof Turn>;
 export const SessionStatus = z.enum(["idle", "running", "awaiting_approval"]);
 export type SessionStatus = z.infer<typeof SessionStatus>;
 
-export const QueuedMessage = z.object({ text: z.string(), inboxSeq: z.number().int() });
+export const QueuedMessage = z.object({ text: z.string(), inboxSeq: z.number().int(), item: HistoryItem });
 
 /** The stored session state, without its history (history is stored as appended items). */
 export const SessionHead = z.object({
@@ -205,7 +207,10 @@ export interface SessionSnapshot {
   messages: DisplayItem[];
   turn: Turn | null;
   pendingInterrupts: Interrupt[];
+  /** Messages accepted and not yet started as a turn. */
   queuedMessages: number;
+  /** Approvals and rejections accepted and not yet applied by a worker. */
+  unappliedDecisions: number;
   usage: Usage;
   version: number;
   lastEventSeq: number;

@@ -7,7 +7,8 @@
  * a line `then` separates the responses of one turn. The first response asks for the calls of the
  * first block, the next response (after the outcomes came back) those of the second block, and so
  * on. When every block was asked for, the model answers with text: the outcomes of the turn, or an
- * echo of the message when there were none.
+ * echo of the message when there were none. A line `fail model` is a block at which the model
+ * throws `ScriptedModelFailure` (every time: a retried step fails the same way).
  */
 import { createHash } from "node:crypto";
 
@@ -34,8 +35,18 @@ export type ScriptedDecision =
   | { readonly kind: "tool_calls"; readonly calls: readonly ScriptedCall[] }
   | { readonly kind: "text"; readonly text: string };
 
-export function parseScript(userText: string): { blocks: ScriptedCall[][]; prose: string } {
-  const blocks: ScriptedCall[][] = [[]];
+/** Thrown by `decideScriptedResponse` when the script reaches a `fail model` line. */
+export class ScriptedModelFailure extends Error {
+  constructor() {
+    super("the scripted model failed (the script says `fail model`)");
+    this.name = "ScriptedModelFailure";
+  }
+}
+
+const FAIL = "fail model";
+
+export function parseScript(userText: string): { blocks: (ScriptedCall[] | "fail")[]; prose: string } {
+  const blocks: (ScriptedCall[] | "fail")[] = [[]];
   const prose: string[] = [];
   for (const raw of userText.split("\n")) {
     const line = raw.trim();
@@ -43,19 +54,24 @@ export function parseScript(userText: string): { blocks: ScriptedCall[][]; prose
       blocks.push([]);
       continue;
     }
+    if (line === FAIL) {
+      blocks.push("fail", []);
+      continue;
+    }
     const match = /^call\s+(\S+)\s*(.*)$/.exec(line);
     if (match) {
-      blocks[blocks.length - 1]!.push({ name: match[1]!, arguments: match[2] || "{}" });
+      (blocks[blocks.length - 1] as ScriptedCall[]).push({ name: match[1]!, arguments: match[2] || "{}" });
     } else if (line.length > 0) {
       prose.push(line);
     }
   }
-  return { blocks: blocks.filter((block) => block.length > 0), prose: prose.join("\n") };
+  return { blocks: blocks.filter((block) => block === "fail" || block.length > 0), prose: prose.join("\n") };
 }
 
 export function decideScriptedResponse(input: ScriptedModelInput): ScriptedDecision {
   const { blocks, prose } = parseScript(input.userText);
   const block = blocks[input.toolResponses];
+  if (block === "fail") throw new ScriptedModelFailure();
   if (block) return { kind: "tool_calls", calls: block };
   const noted = input.failureNotesSeen > 0 ? `(noted ${input.failureNotesSeen} failed turn(s)) ` : "";
   if (input.toolResults.length === 0) return { kind: "text", text: `${noted}You said: ${prose || input.userText}` };

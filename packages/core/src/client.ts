@@ -1,0 +1,279 @@
+/**
+ * The client: start sessions, send messages, approve or reject interrupts, read snapshots and
+ * events. Every call validates its input first and throws a typed error that changes nothing.
+ */
+import { randomUUID } from "node:crypto";
+import {
+  DuplicateResolutionError,
+  InputTooLargeError,
+  InterruptNotFoundError,
+  InvalidInputError,
+  SessionNotFoundError,
+  UnknownAgentError,
+  WaitTimeoutError,
+} from "./errors.js";
+import { newSessionHead } from "./machine.js";
+import type { InboxEntry, SessionEvent, SessionSnapshot, StepKind } from "./schemas.js";
+import type { EnqueueResult, SessionStore, StoredSession } from "./store.js";
+
+export interface ClientLimits {
+  /** Longest accepted message or rejection message, in characters. Default 32,768. */
+  readonly maxMessageChars: number;
+}
+
+export interface SessionClientOptions {
+  readonly store: SessionStore;
+  /** When given, `startSession` refuses other agent names with `UnknownAgentError`. */
+  readonly agents?: readonly string[];
+  readonly limits?: Partial<ClientLimits>;
+}
+
+export interface StepLogEntry {
+  readonly seq: number;
+  readonly turnId: string;
+  readonly step: StepKind;
+  readonly toolCallId?: string;
+  readonly status: "completed" | "failed";
+  readonly detail?: string;
+}
+
+const sessionIdPattern = /^[A-Za-z0-9._:-]{1,200}$/;
+const messageIdPattern = /^[A-Za-z0-9._:-]{1,200}$/;
+
+export class SessionClient {
+  private readonly store: SessionStore;
+  private readonly limits: ClientLimits;
+  private readonly agents: ReadonlySet<string> | null;
+
+  constructor(options: SessionClientOptions) {
+    this.store = options.store;
+    this.limits = { maxMessageChars: 32_768, ...options.limits };
+    this.agents = options.agents ? new Set(options.agents) : null;
+  }
+
+  /** Creates a session, optionally with its first message. Throws `SessionStateError` if the ID is taken. */
+  async startSession(input: { agent: string; sessionId?: string; message?: string; messageId?: string }): Promise<{ sessionId: string }> {
+    if (typeof input !== "object" || input === null) throw new InvalidInputError("startSession needs an object");
+    if (typeof input.agent !== "string" || input.agent.length === 0) throw new InvalidInputError("agent must be a non-empty string");
+    if (this.agents && !this.agents.has(input.agent)) throw new UnknownAgentError(input.agent);
+    const sessionId = input.sessionId ?? randomUUID();
+    checkSessionId(sessionId);
+    if (input.message !== undefined) this.checkText("message", input.message);
+    const messageId = checkMessageId(input.messageId);
+    const head = newSessionHead(sessionId, input.agent, new Date().toISOString());
+    await this.store.createSession({
+      head,
+      events: [{ type: "session_created", data: { agent: input.agent } }],
+      ...(input.message !== undefined
+        ? { inbox: { entry: { kind: "message", text: input.message, messageId }, dedupeKey: messageDedupeKey(messageId) } }
+        : {}),
+    });
+    return { sessionId };
+  }
+
+  /**
+   * Queues a user message: it starts a turn now, or the next turn after those before it. With a
+   * `messageId`, sending the same message again is accepted once (`duplicate: true` the second time).
+   */
+  async sendMessage(sessionId: string, text: string, options: { messageId?: string } = {}): Promise<EnqueueResult> {
+    checkSessionId(sessionId);
+    this.checkText("message", text);
+    const messageId = checkMessageId(options?.messageId);
+    const entry: InboxEntry = { kind: "message", text, messageId };
+    return this.store.enqueue(sessionId, entry, messageDedupeKey(messageId));
+  }
+
+  /** Approves or rejects a pending interrupt; a rejection's message reaches the model. */
+  async resolveInterrupt(
+    sessionId: string,
+    input: { interruptId: string; approved: boolean; message?: string | null },
+  ): Promise<{ seq: number }> {
+    checkSessionId(sessionId);
+    if (typeof input !== "object" || input === null) throw new InvalidInputError("a resolution needs an object");
+    if (typeof input.interruptId !== "string" || input.interruptId.length === 0 || input.interruptId.length > 200) {
+      throw new InvalidInputError("interruptId must be a non-empty string");
+    }
+    if (typeof input.approved !== "boolean") throw new InvalidInputError("approved must be a boolean");
+    const message = input.message ?? null;
+    if (message !== null) {
+      if (input.approved) throw new InvalidInputError("a message goes with a rejection, not an approval");
+      this.checkText("rejection message", message);
+    }
+    const stored = await this.load(sessionId);
+    const dedupeKey = `resolution:${input.interruptId}`;
+    const pending = stored.head.pendingInterrupts.some((i) => i.interruptId === input.interruptId);
+    if (!pending) {
+      const known = stored.head.turn?.calls.some((call) => call.interruptId === input.interruptId) ?? false;
+      if (known) throw new DuplicateResolutionError(sessionId, input.interruptId);
+      throw new InterruptNotFoundError(sessionId, input.interruptId);
+    }
+    const result = await this.store.enqueue(
+      sessionId,
+      { kind: "resolution", interruptId: input.interruptId, approved: input.approved, message },
+      dedupeKey,
+    );
+    if (result.duplicate) throw new DuplicateResolutionError(sessionId, input.interruptId);
+    return { seq: result.seq };
+  }
+
+  approve(sessionId: string, interruptId: string): Promise<{ seq: number }> {
+    return this.resolveInterrupt(sessionId, { interruptId, approved: true });
+  }
+
+  reject(sessionId: string, interruptId: string, message?: string): Promise<{ seq: number }> {
+    return this.resolveInterrupt(sessionId, { interruptId, approved: false, message: message ?? null });
+  }
+
+  async snapshot(sessionId: string): Promise<SessionSnapshot> {
+    checkSessionId(sessionId);
+    const stored = await this.load(sessionId);
+    const [history, inbox] = await Promise.all([
+      this.store.readHistory(sessionId),
+      this.store.readInbox(sessionId, stored.head.inboxCursor),
+    ]);
+    const { head } = stored;
+    return {
+      sessionId,
+      agent: head.agent,
+      status: head.status,
+      turnCount: head.turnCount,
+      messages: history.map((item) => item.display),
+      turn: head.turn,
+      pendingInterrupts: head.pendingInterrupts,
+      queuedMessages: head.queue.length + inbox.filter((item) => item.kind === "message").length,
+      unappliedDecisions: inbox.filter((item) => item.kind === "resolution").length,
+      usage: head.usage,
+      version: stored.version,
+      lastEventSeq: stored.lastEventSeq,
+    };
+  }
+
+  /** Events after `after` (a sequence number), in order. */
+  async readEvents(sessionId: string, options: { after?: number; limit?: number } = {}): Promise<SessionEvent[]> {
+    checkSessionId(sessionId);
+    const after = options.after ?? 0;
+    const limit = options.limit ?? 1000;
+    if (!Number.isInteger(after) || after < 0) throw new InvalidInputError("after must be a non-negative integer");
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new InvalidInputError("limit must be an integer from 1 to 10,000");
+    await this.load(sessionId);
+    return this.store.readEvents(sessionId, after, limit);
+  }
+
+  /** Every event after `after`, then new ones as they arrive, until `signal` aborts. */
+  async *followEvents(sessionId: string, options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<SessionEvent> {
+    let after = options.after ?? 0;
+    const signal = options.signal;
+    await this.readEvents(sessionId, { after, limit: 1 });
+    while (!signal?.aborted) {
+      const waiting = this.waitForEvents(sessionId, 1000, signal);
+      const events = await this.store.readEvents(sessionId, after, 1000);
+      if (events.length === 0) {
+        await waiting.promise;
+        continue;
+      }
+      waiting.cancel();
+      for (const event of events) {
+        if (signal?.aborted) return;
+        after = event.seq;
+        yield event;
+      }
+    }
+  }
+
+  /**
+   * Waits until the session has nothing to do without a person: idle with nothing queued, or
+   * waiting for approval. Throws `WaitTimeoutError` after `timeoutMs` (default 60 s).
+   */
+  async waitUntilIdle(sessionId: string, options: { timeoutMs?: number } = {}): Promise<SessionSnapshot> {
+    return this.waitFor(
+      sessionId,
+      (s) => (s.status === "idle" && s.queuedMessages === 0 && s.unappliedDecisions === 0) ||
+        (s.status === "awaiting_approval" && s.queuedMessages === 0 && s.unappliedDecisions === 0),
+      options,
+    );
+  }
+
+  /** Waits until `predicate` holds for the session's snapshot. */
+  async waitFor(
+    sessionId: string,
+    predicate: (snapshot: SessionSnapshot) => boolean,
+    options: { timeoutMs?: number } = {},
+  ): Promise<SessionSnapshot> {
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    for (;;) {
+      const waiting = this.waitForEvents(sessionId, Math.min(250, Math.max(1, deadline - Date.now())));
+      const snapshot = await this.snapshot(sessionId);
+      if (predicate(snapshot)) {
+        waiting.cancel();
+        return snapshot;
+      }
+      if (Date.now() >= deadline) {
+        waiting.cancel();
+        throw new WaitTimeoutError(`session "${sessionId}" did not reach the awaited state in time (status ${snapshot.status})`);
+      }
+      await waiting.promise;
+    }
+  }
+
+  /** The steps the session completed, in order, read from its events. */
+  async steps(sessionId: string): Promise<StepLogEntry[]> {
+    const steps: StepLogEntry[] = [];
+    let after = 0;
+    for (;;) {
+      const events = await this.readEvents(sessionId, { after, limit: 1000 });
+      if (events.length === 0) return steps;
+      for (const event of events) {
+        after = event.seq;
+        if (event.type === "step_completed") steps.push({ seq: event.seq, ...event.data });
+      }
+    }
+  }
+
+  private async load(sessionId: string): Promise<StoredSession> {
+    const stored = await this.store.loadSession(sessionId);
+    if (!stored) throw new SessionNotFoundError(sessionId);
+    return stored;
+  }
+
+  private checkText(what: string, text: unknown): asserts text is string {
+    if (typeof text !== "string") throw new InvalidInputError(`${what} must be a string`);
+    if (text.trim().length === 0) throw new InvalidInputError(`${what} must not be empty`);
+    if (text.length > this.limits.maxMessageChars) throw new InputTooLargeError(what, text.length, this.limits.maxMessageChars);
+  }
+
+  /** Resolves on the session's next event notification, or after `ms`. */
+  private waitForEvents(sessionId: string, ms: number, signal?: AbortSignal): { promise: Promise<void>; cancel: () => void } {
+    let cancel = () => {};
+    const promise = new Promise<void>((resolve) => {
+      const finish = () => {
+        clearTimeout(timer);
+        unsubscribe();
+        signal?.removeEventListener("abort", finish);
+        resolve();
+      };
+      const timer = setTimeout(finish, ms);
+      const unsubscribe = this.store.subscribe((n) => {
+        if (n.kind === "events" && n.sessionId === sessionId) finish();
+      });
+      signal?.addEventListener("abort", finish);
+      cancel = finish;
+    });
+    return { promise, cancel };
+  }
+}
+
+function checkSessionId(sessionId: unknown): asserts sessionId is string {
+  if (typeof sessionId !== "string" || !sessionIdPattern.test(sessionId)) {
+    throw new InvalidInputError("a session ID is 1-200 letters, digits, '.', '_', ':' or '-'");
+  }
+}
+
+function checkMessageId(messageId: unknown): string | null {
+  if (messageId === undefined || messageId === null) return null;
+  if (typeof messageId !== "string" || !messageIdPattern.test(messageId)) {
+    throw new InvalidInputError("a message ID is 1-200 letters, digits, '.', '_', ':' or '-'");
+  }
+  return messageId;
+}
+
+const messageDedupeKey = (messageId: string | null) => (messageId === null ? null : `message:${messageId}`);

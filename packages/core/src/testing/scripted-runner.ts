@@ -1,0 +1,134 @@
+/**
+ * A framework-free runner for core's own tests. Its "framework items" are small JSON messages; its
+ * model follows `decideScriptedResponse`, so every response is derived from the input.
+ */
+import type { ToolDescription } from "../policy.js";
+import type { CallToolInput, CallToolResult, RunModelInput, RunModelResult, Runner, UserItemKind } from "../runner.js";
+import type { DisplayItem, HistoryItem } from "../schemas.js";
+import {
+  decideScriptedResponse,
+  scriptedToolCallId,
+  TURN_FAILURE_NOTE_PREFIX,
+  type ConformanceTool,
+  type ScriptedModelInput,
+} from "./scripted-rules.js";
+
+/** A message of the scripted framework. */
+export type ScriptedItem =
+  | { readonly role: "user"; readonly content: string }
+  | { readonly role: "assistant"; readonly content: string }
+  | { readonly role: "assistant"; readonly toolCalls: readonly { id: string; name: string; arguments: string }[] }
+  | { readonly role: "tool"; readonly toolCallId: string; readonly name: string; readonly content: string };
+
+export interface ScriptedRunnerOptions {
+  readonly tools: readonly ConformanceTool[];
+  /** Characters per streamed text delta. Default 7. */
+  readonly chunkSize?: number;
+}
+
+export class ScriptedRunner implements Runner {
+  /** Model calls made so far. */
+  modelCalls = 0;
+  private readonly specs: ReadonlyMap<string, ConformanceTool>;
+  private readonly chunkSize: number;
+
+  constructor(options: ScriptedRunnerOptions) {
+    this.specs = new Map(options.tools.map((tool) => [tool.name, tool]));
+    this.chunkSize = options.chunkSize ?? 7;
+  }
+
+  tools(): ToolDescription[] {
+    return [...this.specs.values()].map((tool) => ({ name: tool.name, approval: tool.needsApproval ? "always" : "never" }));
+  }
+
+  userItem(kind: UserItemKind, text: string): HistoryItem {
+    return toHistoryItem({ role: "user", content: text }, kind === "turn_failure_note" ? "note" : "user");
+  }
+
+  async runModel(input: RunModelInput): Promise<RunModelResult> {
+    this.modelCalls += 1;
+    const user = input.history[input.turnStart]?.item as ScriptedItem | undefined;
+    if (!user || user.role !== "user" || !("content" in user)) throw new Error("the turn has no user item");
+    const turnItems: ScriptedItem[] = input.runState ? (JSON.parse(input.runState) as { items: ScriptedItem[] }).items : [];
+    for (const outcome of input.outcomes) {
+      turnItems.push({ role: "tool", toolCallId: outcome.toolCallId, name: outcome.name, content: outcome.text });
+    }
+    const modelInput: ScriptedModelInput = {
+      userText: user.content,
+      toolResponses: turnItems.filter((item) => "toolCalls" in item).length,
+      toolResults: turnItems.flatMap((item) => (item.role === "tool" ? [{ name: item.name, text: item.content }] : [])),
+      failureNotesSeen: input.history
+        .slice(0, input.turnStart)
+        .filter((h) => (h.item as ScriptedItem).role === "user" && String((h.item as { content?: string }).content).startsWith(TURN_FAILURE_NOTE_PREFIX))
+        .length,
+    };
+    const decision = decideScriptedResponse(modelInput);
+    const inputTokens = Math.ceil(JSON.stringify(input.history).length / 4) + turnItems.length;
+    if (decision.kind === "tool_calls") {
+      const calls = decision.calls.map((call, index) => ({
+        toolCallId: scriptedToolCallId(modelInput, index),
+        name: call.name,
+        arguments: call.arguments,
+        needsApproval: this.specs.get(call.name)?.needsApproval ?? false,
+      }));
+      turnItems.push({ role: "assistant", toolCalls: calls.map((c) => ({ id: c.toolCallId, name: c.name, arguments: c.arguments })) });
+      const outputTokens = calls.length * 10;
+      return {
+        kind: "tool_calls",
+        calls,
+        runState: JSON.stringify({ items: turnItems }),
+        usage: { modelCalls: 1, inputTokens, outputTokens, totalTokens: inputTokens + outputTokens },
+      };
+    }
+    for (let i = 0; i < decision.text.length; i += this.chunkSize) {
+      input.emit({ kind: "text", text: decision.text.slice(i, i + this.chunkSize) });
+    }
+    turnItems.push({ role: "assistant", content: decision.text });
+    const outputTokens = Math.ceil(decision.text.length / 4);
+    return {
+      kind: "final",
+      items: turnItems.map((item) => toHistoryItem(item)),
+      text: decision.text,
+      usage: { modelCalls: 1, inputTokens, outputTokens, totalTokens: inputTokens + outputTokens },
+    };
+  }
+
+  async callTool(input: CallToolInput): Promise<CallToolResult> {
+    const spec = this.specs.get(input.name);
+    if (!spec) return { status: "failed", message: `there is no tool named "${input.name}"` };
+    const args = parseArguments(spec, input.arguments);
+    if (typeof args === "string") return { status: "failed", message: `invalid arguments for ${input.name}: ${args}` };
+    const output = await spec.execute(args);
+    return { status: "succeeded", output: typeof output === "string" ? output : JSON.stringify(output) };
+  }
+}
+
+function parseArguments(spec: ConformanceTool, text: string): Record<string, unknown> | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return "the arguments are not valid JSON";
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "the arguments must be a JSON object";
+  const args = value as Record<string, unknown>;
+  for (const [name, type] of Object.entries(spec.parameters)) {
+    if (typeof args[name] !== type) return `"${name}" must be a ${type}`;
+  }
+  return args;
+}
+
+function toHistoryItem(item: ScriptedItem, role?: DisplayItem["role"]): HistoryItem {
+  if ("toolCalls" in item) {
+    return {
+      item,
+      display: {
+        role: "assistant",
+        text: "",
+        toolCalls: item.toolCalls.map((c) => ({ toolCallId: c.id, name: c.name, arguments: c.arguments })),
+      },
+    };
+  }
+  if (item.role === "tool") return { item, display: { role: "tool", text: item.content, toolCallId: item.toolCallId } };
+  return { item, display: { role: role ?? item.role, text: item.content } };
+}

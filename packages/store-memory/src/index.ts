@@ -1,0 +1,2 @@
+export { MemoryStore, type MemorySessionRecord, type MemoryStoreOptions } from "./memory-store.js";
+export { memoryRawReader } from "./raw-reader.js";

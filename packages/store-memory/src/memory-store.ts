@@ -1,0 +1,218 @@
+/**
+ * The in-process store: the embedded default for development and tests. Everything lives in this
+ * process's memory and is lost when it exits; within the process it keeps every promise of the
+ * store interface (atomic commits with events, fencing, leases, ordered inbox, event cursors).
+ */
+import {
+  LeaseLostError,
+  SessionNotFoundError,
+  SessionStateError,
+  VersionConflictError,
+  type AcquireLeaseOptions,
+  type Commit,
+  type CommitResult,
+  type EnqueueResult,
+  type EventBody,
+  type HistoryItem,
+  type InboxEntry,
+  type InboxItem,
+  type Lease,
+  type NewSession,
+  type SessionEvent,
+  type SessionHead,
+  type SessionStore,
+  type StoredSession,
+  type StoreNotification,
+} from "@durable-agents/core";
+
+/** One session as stored. Values are kept as JSON text, as a database would, so no caller can alias them. */
+export interface MemorySessionRecord {
+  sessionId: string;
+  agent: string;
+  head: string;
+  version: number;
+  fence: number;
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  runnable: boolean;
+  inboxCursor: number;
+  history: string[];
+  events: { seq: number; at: string; body: string }[];
+  inbox: { seq: number; dedupeKey: string | null; entry: string }[];
+}
+
+export interface MemoryStoreOptions {
+  /** The clock used for lease expiry; tests may move it. Default `Date.now`. */
+  readonly now?: () => number;
+}
+
+export class MemoryStore implements SessionStore {
+  /** The raw records, for the conformance suite's raw reader. Do not write to them. */
+  readonly records = new Map<string, MemorySessionRecord>();
+  private readonly listeners = new Set<(n: StoreNotification) => void>();
+  private readonly now: () => number;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.now = options.now ?? Date.now;
+  }
+
+  async createSession(session: NewSession): Promise<CommitResult> {
+    const sessionId = session.head.sessionId;
+    if (this.records.has(sessionId)) throw new SessionStateError(`a session with ID "${sessionId}" already exists`);
+    const record: MemorySessionRecord = {
+      sessionId,
+      agent: session.head.agent,
+      head: JSON.stringify(session.head),
+      version: 1,
+      fence: 0,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      runnable: false,
+      inboxCursor: session.head.inboxCursor,
+      history: [],
+      events: [],
+      inbox: [],
+    };
+    this.appendEvents(record, session.events);
+    if (session.inbox) {
+      record.inbox.push({ seq: 1, dedupeKey: session.inbox.dedupeKey, entry: JSON.stringify(session.inbox.entry) });
+    }
+    this.records.set(sessionId, record);
+    this.notify({ kind: "events", sessionId });
+    if (session.inbox) {
+      this.notify({ kind: "inbox", sessionId });
+      this.notify({ kind: "work" });
+    }
+    return { version: 1, lastEventSeq: record.events.length };
+  }
+
+  async loadSession(sessionId: string): Promise<StoredSession | null> {
+    const record = this.records.get(sessionId);
+    if (!record) return null;
+    return { head: JSON.parse(record.head) as SessionHead, version: record.version, lastEventSeq: lastSeq(record) };
+  }
+
+  async readHistory(sessionId: string, offset = 0): Promise<HistoryItem[]> {
+    const record = this.records.get(sessionId);
+    if (!record) return [];
+    return record.history.slice(offset).map((item) => JSON.parse(item) as HistoryItem);
+  }
+
+  async commit(commit: Commit): Promise<CommitResult> {
+    const record = this.records.get(commit.sessionId);
+    if (!record) throw new SessionNotFoundError(commit.sessionId);
+    if (!this.holds(record, commit.fence)) throw new LeaseLostError(commit.sessionId, commit.fence);
+    if (record.version !== commit.expectedVersion) {
+      throw new VersionConflictError(commit.sessionId, commit.expectedVersion, record.version);
+    }
+    if (commit.head) {
+      record.head = JSON.stringify(commit.head);
+      record.version += 1;
+      record.runnable = commit.runnable ?? false;
+      record.inboxCursor = commit.head.inboxCursor;
+      for (const item of commit.appendHistory ?? []) record.history.push(JSON.stringify(item));
+    }
+    this.appendEvents(record, commit.events);
+    if (commit.events.length > 0) this.notify({ kind: "events", sessionId: commit.sessionId });
+    return { version: record.version, lastEventSeq: lastSeq(record) };
+  }
+
+  async enqueue(sessionId: string, entry: InboxEntry, dedupeKey: string | null): Promise<EnqueueResult> {
+    const record = this.records.get(sessionId);
+    if (!record) throw new SessionNotFoundError(sessionId);
+    if (dedupeKey !== null) {
+      const existing = record.inbox.find((item) => item.dedupeKey === dedupeKey);
+      if (existing) return { seq: existing.seq, duplicate: true };
+    }
+    const seq = (record.inbox.at(-1)?.seq ?? 0) + 1;
+    record.inbox.push({ seq, dedupeKey, entry: JSON.stringify(entry) });
+    this.notify({ kind: "inbox", sessionId });
+    this.notify({ kind: "work" });
+    return { seq, duplicate: false };
+  }
+
+  async readInbox(sessionId: string, afterSeq: number): Promise<InboxItem[]> {
+    const record = this.records.get(sessionId);
+    if (!record) return [];
+    return record.inbox
+      .filter((item) => item.seq > afterSeq)
+      .map((item) => ({ ...(JSON.parse(item.entry) as InboxEntry), seq: item.seq }));
+  }
+
+  async acquireLease(options: AcquireLeaseOptions): Promise<Lease | null> {
+    const now = this.now();
+    for (const record of this.records.values()) {
+      if (!options.agents.includes(record.agent)) continue;
+      if (record.leaseOwner !== null && (record.leaseExpiresAt ?? 0) > now) continue;
+      const pendingInbox = (record.inbox.at(-1)?.seq ?? 0) > record.inboxCursor;
+      if (!record.runnable && !pendingInbox) continue;
+      record.fence += 1;
+      record.leaseOwner = options.workerId;
+      record.leaseExpiresAt = now + options.ttlMs;
+      return { sessionId: record.sessionId, workerId: options.workerId, fence: record.fence, expiresAt: record.leaseExpiresAt };
+    }
+    return null;
+  }
+
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease | null> {
+    const record = this.records.get(lease.sessionId);
+    if (!record || !this.holds(record, lease.fence)) return null;
+    record.leaseExpiresAt = this.now() + ttlMs;
+    return { ...lease, expiresAt: record.leaseExpiresAt };
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    const record = this.records.get(lease.sessionId);
+    if (!record || record.fence !== lease.fence || record.leaseOwner === null) return;
+    record.leaseOwner = null;
+    record.leaseExpiresAt = null;
+    const pendingInbox = (record.inbox.at(-1)?.seq ?? 0) > record.inboxCursor;
+    if (record.runnable || pendingInbox) this.notify({ kind: "work" });
+  }
+
+  async readEvents(sessionId: string, afterSeq: number, limit = 1000): Promise<SessionEvent[]> {
+    const record = this.records.get(sessionId);
+    if (!record) return [];
+    const out: SessionEvent[] = [];
+    // Events are kept in seq order with seq = index + 1.
+    for (let i = Math.max(0, afterSeq); i < record.events.length && out.length < limit; i++) {
+      const event = record.events[i]!;
+      out.push({ ...(JSON.parse(event.body) as EventBody), seq: event.seq, at: event.at } as SessionEvent);
+    }
+    return out;
+  }
+
+  subscribe(listener: (notification: StoreNotification) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.listeners.clear();
+  }
+
+  private holds(record: MemorySessionRecord, fence: number): boolean {
+    return record.fence === fence && record.leaseOwner !== null && (record.leaseExpiresAt ?? 0) > this.now();
+  }
+
+  private appendEvents(record: MemorySessionRecord, events: readonly EventBody[]): void {
+    const at = new Date(this.now()).toISOString();
+    for (const event of events) {
+      record.events.push({ seq: record.events.length + 1, at, body: JSON.stringify(event) });
+    }
+  }
+
+  private notify(notification: StoreNotification): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(notification);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+  }
+}
+
+function lastSeq(record: MemorySessionRecord): number {
+  return record.events.at(-1)?.seq ?? 0;
+}
