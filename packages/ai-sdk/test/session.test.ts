@@ -1,0 +1,74 @@
+import { InvalidInputError, PolicyError, defaultModelRetry } from "@durable-agents/core";
+import { tool } from "ai";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { aiSdkSession } from "../src/index.js";
+import { ScriptedLanguageModel } from "../src/testing/index.js";
+
+const tools = {
+  lookup: tool({
+    description: "Looks an order up",
+    inputSchema: z.object({ order: z.string() }),
+    execute: async ({ order }) => `order ${order}: shipped`,
+  }),
+  refund: tool({
+    description: "Refunds an order",
+    inputSchema: z.object({ order: z.string() }),
+    needsApproval: true,
+    execute: async ({ order }) => `refunded ${order}`,
+  }),
+};
+
+describe("aiSdkSession", () => {
+  it("builds a session definition from a model, instructions and tools", () => {
+    const definition = aiSdkSession({
+      name: "support",
+      model: new ScriptedLanguageModel(),
+      instructions: "Help with orders.",
+      tools,
+      policies: { lookup: { effect: "read" }, refund: { effect: "non_idempotent_write" } },
+      modelRetry: { maxAttempts: 5 },
+      maxModelSteps: 7,
+    });
+    expect(definition.name).toBe("support");
+    expect(definition.tools).toEqual([
+      { name: "lookup", approval: "never" },
+      { name: "refund", approval: "always" },
+    ]);
+    expect(definition.policies).toEqual({ lookup: { effect: "read" }, refund: { effect: "non_idempotent_write" } });
+    expect(definition.modelRetry).toEqual({ ...defaultModelRetry, maxAttempts: 5 });
+    expect(definition.maxModelSteps).toBe(7);
+    expect(definition.runner.tools()).toEqual(definition.tools);
+  });
+
+  it("refuses a policy that names no tool", () => {
+    expect(() =>
+      aiSdkSession({ name: "support", model: new ScriptedLanguageModel(), tools, policies: { lookpu: { effect: "read" } } }),
+    ).toThrowError(expect.objectContaining({ code: "policy", message: expect.stringContaining('"lookpu" names no tool') }));
+  });
+
+  it("refuses a tool without execute, which a durable session could never run", () => {
+    const clientSide = { ask: tool({ description: "Asks the user", inputSchema: z.object({ q: z.string() }), outputSchema: z.string() }) };
+    let caught: unknown;
+    try {
+      aiSdkSession({ name: "support", model: new ScriptedLanguageModel(), tools: { ...tools, ...clientSide } });
+    } catch (error) {
+      caught = error;
+    }
+    expect(PolicyError.isInstance(caught)).toBe(true);
+    expect((caught as Error).message).toContain('tool "ask" has no execute function');
+  });
+
+  it("refuses a malformed name or a missing model with a typed error", () => {
+    expect(() => aiSdkSession({ name: "no spaces allowed", model: new ScriptedLanguageModel(), tools })).toThrowError(
+      expect.objectContaining({ code: "invalid_input" }),
+    );
+    let caught: unknown;
+    try {
+      aiSdkSession({ name: "support", model: undefined as never, tools });
+    } catch (error) {
+      caught = error;
+    }
+    expect(InvalidInputError.isInstance(caught)).toBe(true);
+  });
+});
