@@ -1,0 +1,153 @@
+import type { Notification, Pool, PoolClient } from "pg";
+import type { StoreNotification } from "@durable-agents/core";
+
+type Listener = (notification: StoreNotification) => void;
+
+/** Turns a NOTIFY payload of this store into a notification; null for anything else. */
+export function parsePayload(payload: string | undefined): StoreNotification | null {
+  if (payload === "work") return { kind: "work" };
+  const colon = payload?.indexOf(":") ?? -1;
+  if (payload === undefined || colon < 0) return null;
+  const kind = payload.slice(0, colon);
+  const sessionId = payload.slice(colon + 1);
+  if (kind === "inbox" || kind === "events") return { kind, sessionId };
+  return null;
+}
+
+/**
+ * One LISTEN connection per store, taken from the application's pool while anyone subscribes.
+ * When the connection breaks (or a heartbeat query fails) it is dropped and taken again, with a
+ * growing delay up to `heartbeatMs`; after every reconnect the subscribers get a `work` wake-up,
+ * because notifications sent while the connection was down are gone.
+ */
+export class NotificationListener {
+  private readonly listeners = new Set<Listener>();
+  private client: PoolClient | null = null;
+  private connecting: Promise<void> | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private retryDelayMs = 50;
+  private closed = false;
+  private waiters: (() => void)[] = [];
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly channel: string,
+    private readonly heartbeatMs: number,
+  ) {}
+
+  subscribe(listener: Listener): () => void {
+    if (this.closed) return () => {};
+    this.listeners.add(listener);
+    if (!this.client && !this.connecting && !this.retryTimer) this.connect(false);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  /** Resolves once a LISTEN connection is up (immediately when it is). */
+  listening(): Promise<void> {
+    if (this.client || this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    await this.connecting;
+    this.drop();
+    for (const resolve of this.waiters.splice(0)) resolve();
+  }
+
+  private connect(reconnected: boolean): void {
+    this.retryTimer = null;
+    this.connecting = this.open(reconnected).finally(() => {
+      this.connecting = null;
+    });
+  }
+
+  private async open(reconnected: boolean): Promise<void> {
+    let client: PoolClient | undefined;
+    try {
+      client = await this.pool.connect();
+      client.on("error", this.onBroken);
+      client.on("end", this.onBroken);
+      client.on("notification", this.onNotification);
+      await client.query(`LISTEN ${this.channel}`);
+    } catch {
+      if (client) this.discard(client);
+      this.scheduleRetry(true);
+      return;
+    }
+    if (this.closed) {
+      this.discard(client);
+      return;
+    }
+    this.client = client;
+    this.retryDelayMs = 50;
+    this.heartbeat = setInterval(() => this.beat(), this.heartbeatMs);
+    this.heartbeat.unref();
+    for (const resolve of this.waiters.splice(0)) resolve();
+    if (reconnected) this.emit({ kind: "work" });
+  }
+
+  private beat(): void {
+    const client = this.client;
+    if (!client) return;
+    client.query("SELECT 1").catch(() => {
+      if (this.client === client) this.onBroken();
+    });
+  }
+
+  private readonly onNotification = (message: Notification): void => {
+    if (message.channel !== this.channel) return;
+    const notification = parsePayload(message.payload);
+    if (notification) this.emit(notification);
+  };
+
+  private readonly onBroken = (): void => {
+    if (!this.client) return;
+    this.drop();
+    this.scheduleRetry(false);
+  };
+
+  private scheduleRetry(grow: boolean): void {
+    if (this.closed || this.retryTimer) return;
+    const delay = this.retryDelayMs;
+    if (grow) this.retryDelayMs = Math.min(this.retryDelayMs * 2, this.heartbeatMs);
+    this.retryTimer = setTimeout(() => this.connect(true), delay);
+    this.retryTimer.unref();
+  }
+
+  private drop(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+    const client = this.client;
+    this.client = null;
+    if (client) this.discard(client);
+  }
+
+  /**
+   * Closes the connection instead of returning it to the pool: a broken one is useless, and a
+   * healthy one still LISTENs. Late errors of the closing connection are expected and ignored.
+   */
+  private discard(client: PoolClient): void {
+    client.off("error", this.onBroken);
+    client.off("end", this.onBroken);
+    client.off("notification", this.onNotification);
+    client.on("error", () => {});
+    client.release(true);
+  }
+
+  private emit(notification: StoreNotification): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(notification);
+      } catch {
+        // A subscriber's failure is its own; the others still get the wake-up.
+      }
+    }
+  }
+}

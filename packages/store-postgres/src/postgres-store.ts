@@ -1,0 +1,323 @@
+import type { Pool, QueryResultRow } from "pg";
+import {
+  InvalidInputError,
+  LeaseLostError,
+  SessionNotFoundError,
+  SessionStateError,
+  VersionConflictError,
+  type AcquireLeaseOptions,
+  type Commit,
+  type CommitResult,
+  type EnqueueResult,
+  type EventBody,
+  type HistoryItem,
+  type InboxEntry,
+  type InboxItem,
+  type Lease,
+  type NewSession,
+  type SessionEvent,
+  type SessionHead,
+  type SessionStore,
+  type StoreNotification,
+  type StoredSession,
+} from "@durable-agents/core";
+import { NotificationListener } from "./notification-listener.js";
+import { channelName, schemaName } from "./schema-name.js";
+import { storeSql, type StoreSql } from "./store-sql.js";
+
+export interface PostgresStoreOptions {
+  /** The application's pool; the store never ends it. */
+  readonly pool: Pool;
+  /** The schema `migrate` created; default `durable_agents`. */
+  readonly schema?: string;
+  /**
+   * How often the LISTEN connection is checked with a query, and the longest wait between two
+   * attempts to take it again after it broke. Default 5000.
+   */
+  readonly pollIntervalMs?: number;
+}
+
+type Statement = keyof StoreSql;
+
+/** PostgreSQL's unique_violation. */
+const UNIQUE_VIOLATION = "23505";
+
+/**
+ * The session store on PostgreSQL: any number of worker processes on any number of machines share
+ * the sessions of one schema. Run `migrate(pool)` once before using it.
+ */
+export class PostgresStore implements SessionStore {
+  private readonly pool: Pool;
+  private readonly sql: StoreSql;
+  private readonly statementPrefix: string;
+  private readonly listener: NotificationListener;
+
+  constructor(options: PostgresStoreOptions) {
+    if (!options || typeof options.pool?.query !== "function") {
+      throw new InvalidInputError("PostgresStore needs a pg Pool", ["options.pool is not a pg Pool"]);
+    }
+    const pollIntervalMs = options.pollIntervalMs ?? 5000;
+    if (!Number.isFinite(pollIntervalMs) || pollIntervalMs < 10) {
+      throw new InvalidInputError("invalid pollIntervalMs", ["pollIntervalMs is a number of milliseconds, at least 10"]);
+    }
+    const schema = schemaName(options.schema);
+    this.pool = options.pool;
+    this.sql = storeSql(schema, channelName(schema));
+    this.statementPrefix = `durable_agents_${schema}_`;
+    this.listener = new NotificationListener(this.pool, channelName(schema), pollIntervalMs);
+  }
+
+  async createSession(session: NewSession): Promise<CommitResult> {
+    const head = session?.head;
+    checkHead(head, undefined);
+    const events = checkEvents(session.events);
+    const inbox = session.inbox;
+    if (inbox !== undefined) {
+      checkEntry(inbox?.entry);
+      checkDedupeKey(inbox.dedupeKey);
+    }
+    const result = await this.run<{ last_event_seq: string }>("createSession", [
+      head.sessionId,
+      head.agent,
+      JSON.stringify(head),
+      head.inboxCursor,
+      JSON.stringify(events),
+      inbox ? JSON.stringify(inbox.entry) : null,
+      inbox?.dedupeKey ?? null,
+    ]);
+    const row = result.rows[0];
+    if (!row) throw new SessionStateError(`session "${head.sessionId}" already exists`);
+    return { version: 1, lastEventSeq: Number(row.last_event_seq) };
+  }
+
+  async loadSession(sessionId: string): Promise<StoredSession | null> {
+    checkId(sessionId);
+    const result = await this.run<{ head: SessionHead; version: string; last_event_seq: string }>("loadSession", [
+      sessionId,
+    ]);
+    const row = result.rows[0];
+    if (!row) return null;
+    return { head: row.head, version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
+  }
+
+  async readHistory(sessionId: string, offset = 0): Promise<HistoryItem[]> {
+    checkId(sessionId);
+    checkCount("offset", offset);
+    const result = await this.run<{ item: HistoryItem }>("readHistory", [sessionId, offset]);
+    return result.rows.map((row) => row.item);
+  }
+
+  async commit(commit: Commit): Promise<CommitResult> {
+    checkId(commit?.sessionId);
+    checkCount("fence", commit.fence);
+    checkCount("expectedVersion", commit.expectedVersion);
+    const events = checkEvents(commit.events);
+    const history = commit.appendHistory ?? [];
+    if (!Array.isArray(history)) throw new InvalidInputError("appendHistory is not an array");
+    if (commit.head === undefined) {
+      if (history.length > 0) throw new InvalidInputError("appendHistory needs a head", ["appendHistory without head"]);
+    } else {
+      checkHead(commit.head, commit.sessionId);
+      if (typeof commit.runnable !== "boolean") {
+        throw new InvalidInputError("a commit with a head says whether the session is runnable", [
+          "runnable must be a boolean when head is given",
+        ]);
+      }
+    }
+    const head = commit.head;
+    const result = await this.run<{ version: string; last_event_seq: string }>("commit", [
+      commit.sessionId,
+      commit.fence,
+      commit.expectedVersion,
+      head === undefined ? null : JSON.stringify(head),
+      head === undefined ? null : commit.runnable,
+      head === undefined ? null : head.inboxCursor,
+      JSON.stringify(history),
+      history.length,
+      JSON.stringify(events),
+      events.length,
+    ]);
+    const row = result.rows[0];
+    if (row) return { version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
+    throw await this.refusal(commit);
+  }
+
+  /** Why a commit changed nothing: no session, a lost lease, or a moved version (checked in that order). */
+  private async refusal(commit: Commit): Promise<Error> {
+    const result = await this.run<{ version: string; lease_held: boolean }>("commitDiagnosis", [
+      commit.sessionId,
+      commit.fence,
+    ]);
+    const row = result.rows[0];
+    if (!row) return new SessionNotFoundError(commit.sessionId);
+    if (!row.lease_held) return new LeaseLostError(commit.sessionId, commit.fence);
+    return new VersionConflictError(commit.sessionId, commit.expectedVersion, Number(row.version));
+  }
+
+  async enqueue(sessionId: string, entry: InboxEntry, dedupeKey: string | null): Promise<EnqueueResult> {
+    checkId(sessionId);
+    checkEntry(entry);
+    checkDedupeKey(dedupeKey);
+    const params = [sessionId, JSON.stringify(entry), dedupeKey];
+    // Two enqueues with the same new key can both pass the duplicate check; the unique index stops
+    // the second one, whose whole statement rolls back (no seq is used up), and the retry sees the
+    // first one's entry.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await this.run<{ seq: string | null; existing_seq: string | null }>("enqueue", params);
+        const row = result.rows[0];
+        if (row?.existing_seq != null) return { seq: Number(row.existing_seq), duplicate: true };
+        if (row?.seq != null) return { seq: Number(row.seq), duplicate: false };
+        throw new SessionNotFoundError(sessionId);
+      } catch (error) {
+        if (attempt < 3 && (error as { code?: string }).code === UNIQUE_VIOLATION) continue;
+        throw error;
+      }
+    }
+  }
+
+  async readInbox(sessionId: string, afterSeq: number): Promise<InboxItem[]> {
+    checkId(sessionId);
+    checkCount("afterSeq", afterSeq);
+    const result = await this.run<{ seq: string; entry: InboxEntry }>("readInbox", [sessionId, afterSeq]);
+    return result.rows.map((row) => ({ seq: Number(row.seq), ...row.entry }));
+  }
+
+  async acquireLease(options: AcquireLeaseOptions): Promise<Lease | null> {
+    checkWorker(options?.workerId);
+    checkTtl(options.ttlMs);
+    if (!Array.isArray(options.agents) || options.agents.some((agent) => typeof agent !== "string")) {
+      throw new InvalidInputError("agents is a list of agent names");
+    }
+    if (options.agents.length === 0) return null;
+    const result = await this.run<{ session_id: string; fence: string; expires_at: string }>("acquireLease", [
+      options.agents,
+      options.workerId,
+      Math.ceil(options.ttlMs),
+    ]);
+    const row = result.rows[0];
+    if (!row) return null;
+    return {
+      sessionId: row.session_id,
+      workerId: options.workerId,
+      fence: Number(row.fence),
+      expiresAt: Number(row.expires_at),
+    };
+  }
+
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease | null> {
+    checkLease(lease);
+    checkTtl(ttlMs);
+    const result = await this.run<{ expires_at: string }>("renewLease", [
+      lease.sessionId,
+      lease.fence,
+      Math.ceil(ttlMs),
+      lease.workerId,
+    ]);
+    const row = result.rows[0];
+    return row ? { ...lease, expiresAt: Number(row.expires_at) } : null;
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    checkLease(lease);
+    await this.run("releaseLease", [lease.sessionId, lease.fence]);
+  }
+
+  async readEvents(sessionId: string, afterSeq: number, limit = 1000): Promise<SessionEvent[]> {
+    checkId(sessionId);
+    checkCount("afterSeq", afterSeq);
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidInputError("limit is a positive integer");
+    const result = await this.run<{ seq: string; at: Date; type: string; data: unknown }>("readEvents", [
+      sessionId,
+      afterSeq,
+      limit,
+    ]);
+    return result.rows.map(
+      (row) => ({ seq: Number(row.seq), at: row.at.toISOString(), type: row.type, data: row.data }) as SessionEvent,
+    );
+  }
+
+  subscribe(listener: (notification: StoreNotification) => void): () => void {
+    if (typeof listener !== "function") throw new InvalidInputError("listener is a function");
+    return this.listener.subscribe(listener);
+  }
+
+  /** Resolves once the LISTEN connection is up, so a notification sent after this is delivered. */
+  listening(): Promise<void> {
+    return this.listener.listening();
+  }
+
+  /** Gives the LISTEN connection back (closed); the pool stays open, it is the application's. */
+  close(): Promise<void> {
+    return this.listener.close();
+  }
+
+  /** Runs one of the store's statements as a named prepared statement (parsed once per connection). */
+  private run<Row extends QueryResultRow = QueryResultRow>(statement: Statement, values: unknown[]) {
+    return this.pool.query<Row>({ name: this.statementPrefix + statement, text: this.sql[statement], values });
+  }
+}
+
+function checkId(sessionId: unknown): asserts sessionId is string {
+  if (typeof sessionId !== "string" || sessionId.length === 0) {
+    throw new InvalidInputError("a session ID is a non-empty string", ["sessionId"]);
+  }
+}
+
+function checkWorker(workerId: unknown): void {
+  if (typeof workerId !== "string" || workerId.length === 0) {
+    throw new InvalidInputError("a worker ID is a non-empty string", ["workerId"]);
+  }
+}
+
+function checkCount(what: string, value: unknown): void {
+  if (!Number.isSafeInteger(value) || (value as number) < 0) {
+    throw new InvalidInputError(`${what} is a non-negative integer`, [what]);
+  }
+}
+
+function checkTtl(ttlMs: unknown): void {
+  if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0) {
+    throw new InvalidInputError("ttlMs is a positive number of milliseconds", ["ttlMs"]);
+  }
+}
+
+function checkLease(lease: Lease): void {
+  checkId(lease?.sessionId);
+  checkWorker(lease.workerId);
+  checkCount("fence", lease.fence);
+}
+
+function checkHead(head: SessionHead | undefined, sessionId: string | undefined): asserts head is SessionHead {
+  if (typeof head !== "object" || head === null) throw new InvalidInputError("head is an object", ["head"]);
+  checkId(head.sessionId);
+  if (sessionId !== undefined && head.sessionId !== sessionId) {
+    throw new InvalidInputError(`head is of session "${head.sessionId}", not "${sessionId}"`, ["head.sessionId"]);
+  }
+  if (typeof head.agent !== "string" || head.agent.length === 0) {
+    throw new InvalidInputError("head.agent is a non-empty string", ["head.agent"]);
+  }
+  checkCount("head.inboxCursor", head.inboxCursor);
+}
+
+function checkEvents(events: readonly EventBody[]): readonly EventBody[] {
+  if (!Array.isArray(events)) throw new InvalidInputError("events is an array", ["events"]);
+  events.forEach((event, index) => {
+    if (typeof event?.type !== "string" || typeof event.data !== "object" || event.data === null) {
+      throw new InvalidInputError(`event ${index} is not { type, data }`, [`events[${index}]`]);
+    }
+  });
+  return events;
+}
+
+function checkEntry(entry: InboxEntry): void {
+  if (entry?.kind !== "message" && entry?.kind !== "resolution") {
+    throw new InvalidInputError("an inbox entry is a message or a resolution", ["entry.kind"]);
+  }
+}
+
+function checkDedupeKey(dedupeKey: unknown): void {
+  if (dedupeKey !== null && (typeof dedupeKey !== "string" || dedupeKey.length === 0)) {
+    throw new InvalidInputError("a dedupe key is a non-empty string or null", ["dedupeKey"]);
+  }
+}

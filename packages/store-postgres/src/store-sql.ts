@@ -1,0 +1,142 @@
+/**
+ * The statements of the store, one per operation, for a validated schema name. Every write is one
+ * statement: data-modifying CTEs do the checks, the appends and the NOTIFY in one implicit
+ * transaction, so a commit costs one round trip and one WAL flush.
+ */
+export interface StoreSql {
+  readonly createSession: string;
+  readonly loadSession: string;
+  readonly readHistory: string;
+  readonly commit: string;
+  readonly commitDiagnosis: string;
+  readonly enqueue: string;
+  readonly readInbox: string;
+  readonly acquireLease: string;
+  readonly renewLease: string;
+  readonly releaseLease: string;
+  readonly readEvents: string;
+}
+
+/** A session has work when its flag says so or the inbox is past its cursor (seqs have no gaps). */
+const ready = "(runnable OR last_inbox_seq > inbox_cursor)";
+const expiresAtMs = "(extract(epoch FROM lease_expires_at) * 1000)::bigint";
+const expiry = "date_trunc('milliseconds', now()) + $3::bigint * interval '1 millisecond'";
+
+export function storeSql(s: string, channel: string): StoreSql {
+  return {
+    // $1 id, $2 agent, $3 head, $4 inbox cursor, $5 events (json array), $6 inbox entry or null,
+    // $7 dedupe key
+    createSession: `
+WITH created AS (
+  INSERT INTO ${s}.sessions (session_id, agent, head, version, inbox_cursor, last_event_seq, last_inbox_seq)
+  VALUES ($1, $2, $3::json, 1, $4::bigint, json_array_length($5::json), CASE WHEN $6::json IS NULL THEN 0 ELSE 1 END)
+  ON CONFLICT (session_id) DO NOTHING
+  RETURNING session_id, last_event_seq, last_inbox_seq
+), events AS (
+  INSERT INTO ${s}.events (session_id, seq, type, data)
+  SELECT c.session_id, e.ord, e.value->>'type', e.value->'data'
+  FROM created c, json_array_elements($5::json) WITH ORDINALITY AS e(value, ord)
+), inbox AS (
+  INSERT INTO ${s}.inbox (session_id, seq, dedupe_key, entry)
+  SELECT c.session_id, 1, $7, $6::json FROM created c WHERE $6::json IS NOT NULL
+), notes AS (
+  SELECT pg_notify('${channel}', 'events:' || c.session_id) FROM created c WHERE c.last_event_seq > 0
+  UNION ALL
+  SELECT pg_notify('${channel}', 'inbox:' || c.session_id) FROM created c WHERE c.last_inbox_seq > 0
+  UNION ALL
+  SELECT pg_notify('${channel}', 'work') FROM created c WHERE c.last_inbox_seq > $4::bigint
+)
+SELECT c.last_event_seq, (SELECT count(*) FROM notes) AS notes FROM created c`,
+
+    loadSession: `SELECT head, version, last_event_seq FROM ${s}.sessions WHERE session_id = $1`,
+
+    readHistory: `SELECT item FROM ${s}.history WHERE session_id = $1 AND position >= $2 ORDER BY position`,
+
+    // $1 id, $2 fence, $3 expected version, $4 head or null, $5 runnable or null, $6 inbox cursor
+    // or null, $7 history (json array), $8 its length, $9 events (json array), $10 their count
+    commit: `
+WITH updated AS (
+  UPDATE ${s}.sessions SET
+    head = COALESCE($4::json, head),
+    version = version + CASE WHEN $4::json IS NULL THEN 0 ELSE 1 END,
+    runnable = COALESCE($5::boolean, runnable),
+    inbox_cursor = COALESCE($6::bigint, inbox_cursor),
+    history_length = history_length + $8::bigint,
+    last_event_seq = last_event_seq + $10::bigint
+  WHERE session_id = $1 AND fence = $2 AND lease_owner IS NOT NULL AND lease_expires_at > now()
+    AND version = $3
+  RETURNING session_id, version, history_length, last_event_seq
+), history AS (
+  INSERT INTO ${s}.history (session_id, position, item)
+  SELECT u.session_id, u.history_length - $8::bigint + h.ord - 1, h.value
+  FROM updated u, json_array_elements($7::json) WITH ORDINALITY AS h(value, ord)
+), events AS (
+  INSERT INTO ${s}.events (session_id, seq, type, data)
+  SELECT u.session_id, u.last_event_seq - $10::bigint + e.ord, e.value->>'type', e.value->'data'
+  FROM updated u, json_array_elements($9::json) WITH ORDINALITY AS e(value, ord)
+), notes AS (
+  SELECT pg_notify('${channel}', 'events:' || u.session_id) FROM updated u WHERE $10::bigint > 0
+)
+SELECT u.version, u.last_event_seq, (SELECT count(*) FROM notes) AS notes FROM updated u`,
+
+    commitDiagnosis: `
+SELECT version, (fence = $2 AND lease_owner IS NOT NULL AND lease_expires_at > now()) AS lease_held
+FROM ${s}.sessions WHERE session_id = $1`,
+
+    // $1 id, $2 entry, $3 dedupe key or null
+    enqueue: `
+WITH existing AS (
+  SELECT seq FROM ${s}.inbox WHERE session_id = $1 AND dedupe_key = $3
+), bumped AS (
+  UPDATE ${s}.sessions SET last_inbox_seq = last_inbox_seq + 1
+  WHERE session_id = $1 AND NOT EXISTS (SELECT 1 FROM existing)
+  RETURNING session_id, last_inbox_seq
+), inserted AS (
+  INSERT INTO ${s}.inbox (session_id, seq, dedupe_key, entry)
+  SELECT b.session_id, b.last_inbox_seq, $3, $2::json FROM bumped b
+  RETURNING seq
+), notes AS (
+  SELECT pg_notify('${channel}', 'inbox:' || $1) FROM inserted
+  UNION ALL
+  SELECT pg_notify('${channel}', 'work') FROM inserted
+)
+SELECT (SELECT seq FROM inserted) AS seq, (SELECT seq FROM existing) AS existing_seq,
+  (SELECT count(*) FROM notes) AS notes`,
+
+    readInbox: `SELECT seq, entry FROM ${s}.inbox WHERE session_id = $1 AND seq > $2 ORDER BY seq`,
+
+    // $1 agents, $2 worker, $3 ttl ms
+    acquireLease: `
+WITH picked AS (
+  SELECT session_id FROM ${s}.sessions
+  WHERE agent = ANY($1::text[]) AND ${ready}
+    AND (lease_owner IS NULL OR lease_expires_at <= now())
+  ORDER BY touched_at
+  LIMIT 1
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE ${s}.sessions t SET lease_owner = $2, fence = t.fence + 1, lease_expires_at = ${expiry}, touched_at = now()
+FROM picked WHERE t.session_id = picked.session_id
+RETURNING t.session_id, t.fence, ${expiresAtMs.replace("lease_expires_at", "t.lease_expires_at")} AS expires_at`,
+
+    // $1 id, $2 fence, $3 ttl ms, $4 worker
+    renewLease: `
+UPDATE ${s}.sessions SET lease_expires_at = ${expiry}
+WHERE session_id = $1 AND fence = $2 AND lease_owner = $4 AND lease_expires_at > now()
+RETURNING ${expiresAtMs} AS expires_at`,
+
+    // $1 id, $2 fence
+    releaseLease: `
+WITH released AS (
+  UPDATE ${s}.sessions SET lease_owner = NULL, lease_expires_at = NULL, touched_at = now()
+  WHERE session_id = $1 AND fence = $2 AND lease_owner IS NOT NULL
+  RETURNING ${ready} AS has_work
+), notes AS (
+  SELECT pg_notify('${channel}', 'work') FROM released WHERE has_work
+)
+SELECT (SELECT count(*) FROM released) AS released, (SELECT count(*) FROM notes) AS notes`,
+
+    readEvents: `
+SELECT seq, at, type, data FROM ${s}.events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+  };
+}
