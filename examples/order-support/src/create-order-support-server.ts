@@ -1,0 +1,222 @@
+/**
+ * The HTTP face of order support sessions (Hono). Every route under `/sessions/:id` needs the
+ * session's token; every refusal is a JSON error and changes nothing.
+ *
+ *   POST /sessions                                        { message? }       → 201 { session_id, session_token }
+ *   POST /sessions/:id/messages                           { text, message_id? } → 202 { accepted, seq, duplicate }
+ *   GET  /sessions/:id/snapshot                                              → 200 SessionSnapshot
+ *   GET  /sessions/:id/events        (SSE, id = event seq, resumes from Last-Event-ID or ?after=)
+ *   POST /sessions/:id/interrupts/:interruptId/approve    { message? }       → 202 { accepted, seq }
+ *   POST /sessions/:id/interrupts/:interruptId/reject     { message? }       → 202 { accepted, seq }
+ */
+import { randomUUID } from "node:crypto";
+import { Hono, type Context } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { InputTooLargeError, InvalidInputError, type SessionEvent } from "@durable-agents/core";
+import { HttpError, httpErrorOf } from "./http-errors.js";
+import type { OrderSupportClient } from "./session-client-port.js";
+import { SessionTokens } from "./session-tokens.js";
+
+export interface OrderSupportServerOptions {
+  readonly client: OrderSupportClient;
+  /** The session definition's name. Default "order-support". */
+  readonly agent?: string;
+  /** Signs session tokens; default: a `SessionTokens` with a random key (tokens die with the process). */
+  readonly tokens?: SessionTokens;
+  /** Longest accepted message or rejection text, in characters. Default 8000. */
+  readonly maxTextChars?: number;
+  /** Largest accepted request body, in bytes. Default 64 KiB. */
+  readonly maxBodyBytes?: number;
+  /** Interval of SSE keep-alive comments. Default 15 s. */
+  readonly keepAliveMs?: number;
+  /** Prefix of server-picked session IDs. Default "order-support-". */
+  readonly sessionIdPrefix?: string;
+}
+
+type Variables = { sessionId: string };
+type AppContext = Context<{ Variables: Variables }>;
+
+export function createOrderSupportServer(options: OrderSupportServerOptions): Hono<{ Variables: Variables }> {
+  const client = options.client;
+  const agent = options.agent ?? "order-support";
+  const tokens = options.tokens ?? new SessionTokens();
+  const maxTextChars = options.maxTextChars ?? 8_000;
+  const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024;
+  const keepAliveMs = options.keepAliveMs ?? 15_000;
+  const prefix = options.sessionIdPrefix ?? "order-support-";
+
+  const app = new Hono<{ Variables: Variables }>();
+
+  app.onError((error, c) => {
+    const { status, body } = httpErrorOf(error);
+    if (status === 500) console.error("order-support server:", error);
+    return c.json(body, status);
+  });
+  app.notFound((c) => c.json({ error: { code: "not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404));
+
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: maxBodyBytes,
+      onError: (c) => {
+        const { status, body } = httpErrorOf(
+          new HttpError(400, "input_too_large", `the request body is larger than ${maxBodyBytes} bytes`),
+        );
+        return c.json(body, status);
+      },
+    }),
+  );
+
+  // Every route of one session checks its token first: missing → 401, wrong → 403.
+  app.use("/sessions/:id/*", async (c, next) => {
+    const sessionId = c.req.param("id");
+    if (sessionId === undefined) throw new HttpError(404, "not_found", "no session in the path");
+    const token = c.req.header("x-session-token") ?? c.req.query("token") ?? null;
+    const check = tokens.check(sessionId, token);
+    if (check === "missing") {
+      throw new HttpError(401, "unauthorized", "this route needs the session token (header X-Session-Token or ?token=)");
+    }
+    if (check === "wrong") throw new HttpError(403, "forbidden", "the session token does not match this session");
+    c.set("sessionId", sessionId);
+    await next();
+  });
+
+  app.post("/sessions", async (c) => {
+    const body = await readJsonObject(c, { allowEmpty: true });
+    const message = optionalText(body, "message", maxTextChars);
+    // The server picks the ID, so a caller cannot name (or guess its way into) another session.
+    const sessionId = `${prefix}${randomUUID()}`;
+    await client.startSession(message === undefined ? { agent, sessionId } : { agent, sessionId, message });
+    return c.json({ session_id: sessionId, session_token: tokens.sign(sessionId) }, 201);
+  });
+
+  app.post("/sessions/:id/messages", async (c) => {
+    const body = await readJsonObject(c, { allowEmpty: false });
+    const text = requiredText(body, "text", maxTextChars);
+    const messageId = optionalText(body, "message_id", 200);
+    const result = await client.sendMessage(c.var.sessionId, text, messageId === undefined ? {} : { messageId });
+    return c.json({ accepted: true, seq: result.seq, duplicate: result.duplicate }, 202);
+  });
+
+  app.get("/sessions/:id/snapshot", async (c) => c.json(await client.snapshot(c.var.sessionId)));
+
+  for (const decision of ["approve", "reject"] as const) {
+    app.post(`/sessions/:id/interrupts/:interruptId/${decision}`, async (c) => {
+      const interruptId = c.req.param("interruptId");
+      if (!interruptId) throw new InvalidInputError("the interrupt ID is missing");
+      const body = await readJsonObject(c, { allowEmpty: true });
+      const message = optionalText(body, "message", maxTextChars) ?? null;
+      const result = await client.resolveInterrupt(c.var.sessionId, { interruptId, approved: decision === "approve", message });
+      return c.json({ accepted: true, seq: result.seq }, 202);
+    });
+  }
+
+  app.get("/sessions/:id/events", async (c) => {
+    const sessionId = c.var.sessionId;
+    const after = startCursor(c);
+    // Refuse an unknown session before the stream starts, so the caller gets a 404 and not an empty stream.
+    await client.snapshot(sessionId);
+    return sseResponse(c, client, sessionId, after, keepAliveMs);
+  });
+
+  return app;
+}
+
+/** The cursor to resume from: the `Last-Event-ID` header (what EventSource sends), else `?after=`, else 0. */
+function startCursor(c: AppContext): number {
+  const raw = c.req.header("last-event-id") ?? c.req.query("after");
+  if (raw === undefined || raw.trim() === "") return 0;
+  if (!/^\d{1,15}$/.test(raw.trim())) {
+    throw new InvalidInputError("Last-Event-ID (or ?after=) must be a non-negative integer event sequence number");
+  }
+  return Number(raw.trim());
+}
+
+function sseResponse(c: AppContext, client: OrderSupportClient, sessionId: string, after: number, keepAliveMs: number): Response {
+  const encoder = new TextEncoder();
+  const stop = new AbortController();
+  const requestSignal = c.req.raw.signal;
+  const onRequestAbort = () => stop.abort();
+  requestSignal.addEventListener("abort", onRequestAbort, { once: true });
+  let keepAlive: NodeJS.Timeout | undefined;
+
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (text: string) => {
+        if (!stop.signal.aborted) controller.enqueue(encoder.encode(text));
+      };
+      keepAlive = setInterval(() => send(": keep-alive\n\n"), keepAliveMs);
+      keepAlive.unref();
+      send("retry: 1000\n\n");
+      void (async () => {
+        try {
+          for await (const event of client.followEvents(sessionId, { after, signal: stop.signal })) {
+            send(sseFrame(event));
+          }
+        } catch (error) {
+          if (!stop.signal.aborted) console.error("order-support server: event stream failed:", error);
+        } finally {
+          clearInterval(keepAlive);
+          requestSignal.removeEventListener("abort", onRequestAbort);
+          if (!stop.signal.aborted) {
+            stop.abort();
+            controller.close();
+          }
+        }
+      })();
+    },
+    cancel() {
+      clearInterval(keepAlive);
+      stop.abort();
+    },
+  });
+
+  return new Response(body, {
+    status: 200,
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache, no-transform",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    },
+  });
+}
+
+/** One SSE frame: the event's seq as its id, its type as the event name, the whole event as JSON data. */
+function sseFrame(event: SessionEvent): string {
+  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+async function readJsonObject(c: AppContext, options: { allowEmpty: boolean }): Promise<Record<string, unknown>> {
+  const text = await c.req.text();
+  if (text.trim() === "") {
+    if (options.allowEmpty) return {};
+    throw new InvalidInputError("the request needs a JSON object body");
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new InvalidInputError("the request body is not valid JSON");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new InvalidInputError("the request body must be a JSON object");
+  }
+  return value as Record<string, unknown>;
+}
+
+function requiredText(body: Record<string, unknown>, field: string, maxChars: number): string {
+  const value = optionalText(body, field, maxChars);
+  if (value === undefined) throw new InvalidInputError(`"${field}" is required`, [field]);
+  return value;
+}
+
+/** A non-empty string field of at most `maxChars` characters, or undefined when absent or null. */
+function optionalText(body: Record<string, unknown>, field: string, maxChars: number): string | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") throw new InvalidInputError(`"${field}" must be a string`, [field]);
+  if (value.trim() === "") throw new InvalidInputError(`"${field}" must not be empty`, [field]);
+  if (value.length > maxChars) throw new InputTooLargeError(`"${field}"`, value.length, maxChars);
+  return value;
+}

@@ -1,0 +1,42 @@
+/**
+ * The order support agent: a plain Agents SDK agent with two function tools over an `OrderDesk`.
+ * Both tools are built with `errorFunction: null`, so a thrown error (a `ToolExecutionError` from
+ * the desk, or anything else) reaches the durable engine instead of being turned into text by the SDK.
+ */
+import { Agent, tool, type Model } from "@openai/agents";
+import { z } from "zod";
+import type { OrderDesk } from "./order-desk.js";
+
+export const orderSupportInstructions = [
+  "You are the support desk of a small online shop.",
+  "Use look_up_order to answer questions about an order, and cancel_order to cancel one.",
+  "Only cancel an order when the customer asks for it. An order that has shipped cannot be cancelled.",
+  "When a tool reports a failure or a person rejects a call, tell the customer plainly what happened.",
+  "Answer in one or two short sentences.",
+].join(" ");
+
+export function createOrderSupportAgent(desk: OrderDesk, model: Model | string): Agent {
+  const lookUpOrder = tool({
+    name: "look_up_order",
+    description: "Look up one order by its order ID and return its items and status.",
+    parameters: z.object({ order_id: z.string().describe("The order ID, such as 1001") }),
+    errorFunction: null,
+    execute: ({ order_id }) => desk.describeOrder(order_id),
+  });
+  const cancelOrder = tool({
+    name: "cancel_order",
+    description: "Cancel one order that has not shipped yet.",
+    parameters: z.object({
+      order_id: z.string().describe("The order ID, such as 1002"),
+      reason: z.string().describe("Why the customer wants to cancel"),
+    }),
+    errorFunction: null,
+    execute: ({ order_id, reason }) => desk.cancelOrder(order_id, reason),
+  });
+  return new Agent({
+    name: "OrderSupport",
+    instructions: orderSupportInstructions,
+    model,
+    tools: [lookUpOrder, cancelOrder],
+  });
+}

@@ -1,0 +1,17 @@
+/**
+ * The part of core's `SessionClient` this example uses. The server and the terminal demo depend on
+ * this shape only, so they can be given any client that has it (core's `SessionClient` does).
+ */
+import type { SessionEvent, SessionSnapshot } from "@durable-agents/core";
+
+export interface OrderSupportClient {
+  startSession(input: { agent: string; sessionId?: string; message?: string }): Promise<{ sessionId: string }>;
+  sendMessage(sessionId: string, text: string, options?: { messageId?: string }): Promise<{ seq: number; duplicate: boolean }>;
+  resolveInterrupt(
+    sessionId: string,
+    input: { interruptId: string; approved: boolean; message?: string | null },
+  ): Promise<{ seq: number }>;
+  snapshot(sessionId: string): Promise<SessionSnapshot>;
+  readEvents(sessionId: string, options?: { after?: number; limit?: number }): Promise<SessionEvent[]>;
+  followEvents(sessionId: string, options?: { after?: number; signal?: AbortSignal }): AsyncIterable<SessionEvent>;
+}
