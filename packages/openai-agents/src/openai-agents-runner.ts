@@ -1,0 +1,369 @@
+/**
+ * A core `Runner` for `@openai/agents` agents. The model runs on a gated copy of the agent graph:
+ * every function tool of the copy stops the run right after the model asks for it, so one
+ * `runModel` makes one model call, and the real tools run only in `callTool`.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import {
+  Agent,
+  RunContext,
+  RunState,
+  Runner as SdkRunner,
+  ToolInputGuardrailTripwireTriggered,
+  invokeFunctionTool,
+  runToolInputGuardrails,
+  user,
+  type AgentInputItem,
+  type FunctionTool,
+  type Model,
+  type ModelResponse,
+  type RunConfig,
+  type RunToolApprovalItem,
+  type StreamedRunResult,
+} from "@openai/agents";
+import {
+  getFunctionToolApprovalInput,
+  hasDynamicFunctionToolApprovalPolicy,
+  hasInspectableFunctionToolArguments,
+  prepareFunctionToolInput,
+  setFunctionToolPreparedInput,
+  type FunctionToolPreparedInput,
+} from "@openai/agents-core/utils/internal";
+import {
+  PolicyError,
+  runOutsideToolCall,
+  type CallToolInput,
+  type CallToolResult,
+  type HistoryItem,
+  type RecordedOutcome,
+  type RequestedToolCall,
+  type RunModelInput,
+  type RunModelResult,
+  type Runner,
+  type ToolDescription,
+  type ToolPolicies,
+  type Usage,
+  type UserItemKind,
+} from "@durable-agents/core";
+import { gateAgentGraph, readAgentGraph, type AgentGraph, type GraphTool } from "./agent-graph.js";
+import { durableToolInfo } from "./durable-tool.js";
+import { displayOf, toHistoryItem } from "./display.js";
+import { decodeRunState, encodeRunState } from "./run-state-codec.js";
+
+export interface OpenAIAgentsRunnerOptions {
+  /** A model (or model name) for every agent of the graph, as the SDK `Runner`'s `model`. Default: each agent's own. */
+  readonly model?: Model | string;
+  /** More SDK `Runner` configuration (tracing is off unless this turns it on). */
+  readonly runConfig?: Partial<RunConfig>;
+  /**
+   * Let tools the SDK runs itself (MCP server tools, local shell, computer, apply-patch) run inside
+   * `runModel`: they are not gated, repeat when the step is retried, and let one step make several
+   * model calls. Default false: the runner refuses them with a `PolicyError`.
+   */
+  readonly allowAtLeastOnceTools?: boolean;
+  /** The SDK's `maxTurns`: model calls of one session turn, across all its steps. Default 100. */
+  readonly maxTurns?: number;
+  /** The SDK run context value handed to tools, guardrails and instructions. */
+  readonly context?: unknown;
+  /** Leave the session history out of the saved run state (restored from the history on resume). Default true. */
+  readonly compactRunState?: boolean;
+}
+
+/** The text the SDK's default tool error handler gives instead of the error (agent tools use it). */
+const SDK_DEFAULT_TOOL_ERROR = "An error occurred while running the tool. Please try again.";
+
+type Outcomes = ReadonlyMap<string, RecordedOutcome>;
+
+export class OpenAIAgentsRunner implements Runner {
+  readonly agent: Agent<any, any>;
+  readonly #graph: AgentGraph;
+  readonly #gated: Agent<any, any>;
+  readonly #sdk: SdkRunner;
+  readonly #maxTurns: number;
+  readonly #context: unknown;
+  readonly #compact: boolean;
+  readonly #descriptions: readonly ToolDescription[];
+  readonly #outcomes = new AsyncLocalStorage<Outcomes>();
+  readonly #nestedRunConfig: Partial<RunConfig>;
+
+  constructor(agent: Agent<any, any>, options: OpenAIAgentsRunnerOptions = {}) {
+    this.agent = agent;
+    this.#graph = readAgentGraph(agent);
+    if (this.#graph.atLeastOnce.length > 0 && options.allowAtLeastOnceTools !== true) {
+      throw new PolicyError(
+        `the agent graph has tools the SDK runs itself, which the runner cannot give their own step: ${this.#graph.atLeastOnce.join("; ")}. ` +
+          "Wrap each such action in a durableTool(), or pass allowAtLeastOnceTools: true to run them inside RunModel (at least once: they repeat when the step is retried)",
+      );
+    }
+    const maxTurns = options.maxTurns ?? 100;
+    if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new PolicyError("maxTurns must be a positive integer");
+    this.#maxTurns = maxTurns;
+    this.#context = options.context;
+    this.#compact = options.compactRunState ?? true;
+    this.#gated = gateAgentGraph(this.#graph, { recordedOutput: (name, callId) => this.#recordedOutput(name, callId) });
+    const config: Partial<RunConfig> = { tracingDisabled: true, ...options.runConfig };
+    if (options.model !== undefined) config.model = options.model;
+    this.#sdk = new SdkRunner(config);
+    this.#nestedRunConfig = {
+      tracingDisabled: config.tracingDisabled ?? true,
+      ...(config.model !== undefined ? { model: config.model } : {}),
+      ...(config.modelProvider !== undefined ? { modelProvider: config.modelProvider } : {}),
+    };
+    this.#descriptions = [...this.#graph.tools.values()].map((entry) => describeTool(entry));
+  }
+
+  tools(): readonly ToolDescription[] {
+    return this.#descriptions;
+  }
+
+  validatePolicies(policies: ToolPolicies): void {
+    for (const [name, policy] of Object.entries(policies)) {
+      const description = this.#descriptions.find((tool) => tool.name === name);
+      if (description?.approval === "always" && policy.needsApproval === false) {
+        throw new PolicyError(
+          `the policy for "${name}" says needsApproval: false, but the tool itself always needs approval (needsApproval: true); the tool's own setting wins, so remove one of them`,
+        );
+      }
+    }
+  }
+
+  userItem(kind: UserItemKind, text: string): HistoryItem {
+    const item = JSON.parse(JSON.stringify(user(text))) as unknown;
+    const display = displayOf(item);
+    return { item, display: kind === "turn_failure_note" ? { ...display, role: "note" } : display };
+  }
+
+  async runModel(input: RunModelInput): Promise<RunModelResult> {
+    const history = input.history;
+    let runInput: AgentInputItem[] | RunState<any, Agent<any, any>>;
+    let responsesBefore = 0;
+    const outcomes = new Map<string, RecordedOutcome>();
+    if (input.runState === null) {
+      runInput = history.map((entry) => entry.item as AgentInputItem);
+    } else {
+      const saved = decodeRunState(input.runState, history);
+      const state =
+        this.#context === undefined
+          ? await RunState.fromString(this.#gated, saved)
+          : await RunState.fromStringWithContext(this.#gated, saved, new RunContext(this.#context));
+      responsesBefore = state._modelResponses.length;
+      for (const outcome of input.outcomes) outcomes.set(outcome.toolCallId, outcome);
+      for (const item of state.getInterruptions()) {
+        const callId = callIdOf(item);
+        const outcome = callId === undefined ? undefined : outcomes.get(callId);
+        if (!outcome) {
+          throw new Error(`the saved run state waits for tool call "${callId ?? "?"}" (${item.toolName ?? ""}), but no outcome was recorded for it`);
+        }
+        if (outcome.status === "rejected" || (outcome.status !== "succeeded" && !isJson(argumentsOf(item)))) {
+          // A rejection reaches the model as the person's message; a failure of a call whose
+          // arguments are not JSON as the recorded text (the SDK would replace it with its own).
+          state.reject(item, { message: outcome.text });
+        } else {
+          state.approve(item);
+        }
+      }
+      runInput = state;
+    }
+
+    const result = await this.#outcomes.run(outcomes, () =>
+      this.#sdk.run(this.#gated, runInput, {
+        stream: true,
+        maxTurns: this.#maxTurns,
+        signal: input.signal,
+        ...(this.#context !== undefined && input.runState === null ? { context: this.#context } : {}),
+      }),
+    );
+    await this.#outcomes.run(outcomes, () => drain(result, input.emit));
+    const usage = stepUsage(result.rawResponses.slice(responsesBefore));
+
+    const interruptions = result.interruptions ?? [];
+    if (interruptions.length > 0) {
+      const calls: RequestedToolCall[] = [];
+      for (const item of interruptions) {
+        const raw = item.rawItem as { type?: string; callId?: string; name?: string; arguments?: string };
+        const entry = raw.type === "function_call" && raw.name ? this.#graph.tools.get(raw.name) : undefined;
+        if (!entry || raw.callId === undefined) {
+          throw new Error(
+            `the run stopped for an approval the runner does not gate (${raw.type ?? "?"} "${raw.name ?? item.toolName ?? "?"}"); ` +
+              "approvals of tools the SDK runs itself (MCP servers, shell, computer, apply-patch, hosted MCP) are not supported",
+          );
+        }
+        const args = raw.arguments ?? "";
+        calls.push({
+          toolCallId: raw.callId,
+          name: entry.name,
+          arguments: args,
+          needsApproval: await frameworkApproval(entry.tool, args, result.runContext, raw.callId),
+        });
+      }
+      return {
+        kind: "tool_calls",
+        calls,
+        runState: encodeRunState(result.state.toString(), history, this.#compact),
+        usage,
+      };
+    }
+
+    const finalOutput = result.finalOutput;
+    const text = typeof finalOutput === "string" ? finalOutput : finalOutput === undefined ? "" : JSON.stringify(finalOutput);
+    const items = result.history.slice(input.turnStart + 1).map((item) => toHistoryItem(item));
+    return { kind: "final", items, text, usage };
+  }
+
+  async callTool(input: CallToolInput): Promise<CallToolResult> {
+    const entry = this.#graph.tools.get(input.name);
+    if (!entry) return { status: "failed", message: `the agent has no tool named "${input.name}"` };
+    const tool = entry.tool;
+    const runContext = new RunContext(this.#context);
+    const toolCall = {
+      type: "function_call" as const,
+      callId: input.toolCallId,
+      name: input.name,
+      arguments: input.arguments,
+      status: "completed" as const,
+    };
+
+    let prepared: FunctionToolPreparedInput | undefined;
+    try {
+      prepared = prepareFunctionToolInput(tool, input.arguments);
+      if (prepared === undefined && tool.parameters) JSON.parse(input.arguments);
+    } catch (error) {
+      return { status: "failed", message: `Invalid arguments for tool "${input.name}": ${describeInvalid(error)}` };
+    }
+    if (prepared && !prepared.result.success) {
+      return { status: "failed", message: `Invalid arguments for tool "${input.name}": ${describeInvalid(prepared.result.error)}` };
+    }
+
+    try {
+      const verdict = await runToolInputGuardrails({
+        guardrails: tool.inputGuardrails,
+        context: runContext,
+        agent: entry.owner,
+        toolCall,
+      });
+      if (verdict.type === "reject") return { status: "failed", message: verdict.message };
+    } catch (error) {
+      if (error instanceof ToolInputGuardrailTripwireTriggered) {
+        return { status: "failed", message: `The input guardrail "${error.result.guardrail.name}" stopped this call` };
+      }
+      throw error;
+    }
+
+    const details: Record<string, unknown> = { toolCall, signal: input.signal };
+    if (entry.kind === "agent") details["parentRunConfig"] = this.#nestedRunConfig;
+    if (prepared) setFunctionToolPreparedInput(details, prepared);
+    const invoke = () => invokeFunctionTool({ tool, runContext, input: input.arguments, details });
+    const output = entry.kind === "agent" ? await runOutsideToolCall(invoke) : await invoke();
+    if (entry.kind === "agent" && output === SDK_DEFAULT_TOOL_ERROR) {
+      throw new Error(`the nested run of agent tool "${input.name}" failed (the SDK hid the error behind its default tool error text)`);
+    }
+    return { status: "succeeded", output: typeof output === "string" ? output : JSON.stringify(output) ?? "" };
+  }
+
+  #recordedOutput(name: string, callId: string | undefined): string {
+    const outcome = callId === undefined ? undefined : this.#outcomes.getStore()?.get(callId);
+    if (!outcome) {
+      // Never run the real tool from inside the model step.
+      throw new Error(`the gated copy of tool "${name}" was invoked for call "${callId ?? "?"}" without a recorded outcome`);
+    }
+    return outcome.text;
+  }
+}
+
+function describeTool(entry: GraphTool): ToolDescription {
+  const info = durableToolInfo(entry.tool);
+  const approval = info?.approval ?? "per_call";
+  return { name: entry.name, approval, ...(info?.effect ? { defaultEffect: info.effect } : {}) };
+}
+
+function callIdOf(item: RunToolApprovalItem): string | undefined {
+  const raw = item.rawItem as { callId?: string; id?: string };
+  return raw.callId ?? raw.id;
+}
+
+function argumentsOf(item: RunToolApprovalItem): string {
+  const raw = item.rawItem as { arguments?: unknown };
+  return typeof raw.arguments === "string" ? raw.arguments : "";
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function describeInvalid(error: unknown): string {
+  const issues = (error as { issues?: unknown })?.issues;
+  if (Array.isArray(issues) && issues.length > 0) {
+    return issues
+      .map((issue: { path?: unknown[]; message?: string }) => {
+        const path = Array.isArray(issue.path) && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+        return `${path}${issue.message ?? "invalid"}`;
+      })
+      .join("; ");
+  }
+  if (error instanceof SyntaxError) return `not valid JSON (${error.message})`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The tool's own `needsApproval`, evaluated as the SDK evaluates it for a run: on the
+ * schema-normalized input when the arguments validate, forced for a per-call policy whose input
+ * cannot be inspected, and never asked for arguments that are not JSON with a fixed policy.
+ */
+async function frameworkApproval(tool: FunctionTool<any, any, any>, args: string, runContext: RunContext<any>, callId: string): Promise<boolean> {
+  const dynamic = hasDynamicFunctionToolApprovalPolicy(tool);
+  let approvalArgs: unknown = args;
+  let prepared: FunctionToolPreparedInput | undefined;
+  try {
+    if (tool.parameters) approvalArgs = JSON.parse(args);
+    prepared = prepareFunctionToolInput(tool, args);
+  } catch {
+    return dynamic;
+  }
+  if (prepared?.result.success) {
+    if (dynamic) approvalArgs = getFunctionToolApprovalInput(prepared.result.value);
+    else if (prepared.validationMode === "standard") approvalArgs = prepared.result.value;
+  }
+  if (dynamic && prepared?.result.success && !hasInspectableFunctionToolArguments(approvalArgs)) return true;
+  return Boolean(await tool.needsApproval(runContext, approvalArgs, callId));
+}
+
+async function drain(result: StreamedRunResult<any, Agent<any, any>>, emit: RunModelInput["emit"]): Promise<void> {
+  for await (const event of result) {
+    if (event.type !== "raw_model_stream_event") continue;
+    const data = event.data as { type?: string; delta?: unknown; event?: unknown };
+    if (data.type === "output_text_delta" && typeof data.delta === "string" && data.delta.length > 0) {
+      emit({ kind: "text", text: data.delta });
+    } else if (data.type === "model") {
+      const reasoning = reasoningDelta(data.event);
+      if (reasoning) emit({ kind: "reasoning", text: reasoning });
+    }
+  }
+  await result.completed;
+  if (result.error) throw result.error;
+}
+
+/** Reasoning text of a raw provider event (Responses API summary/text deltas, Chat Completions `reasoning`). */
+function reasoningDelta(event: unknown): string | undefined {
+  if (!event || typeof event !== "object") return undefined;
+  const e = event as { type?: unknown; delta?: unknown; choices?: { delta?: { reasoning?: unknown } }[] };
+  if (typeof e.type === "string" && /^response\.reasoning(_summary)?_text\.delta$/.test(e.type) && typeof e.delta === "string") {
+    return e.delta || undefined;
+  }
+  const chat = e.choices?.[0]?.delta?.reasoning;
+  return typeof chat === "string" && chat.length > 0 ? chat : undefined;
+}
+
+function stepUsage(responses: readonly ModelResponse[]): Usage {
+  const usage: Usage = { modelCalls: responses.length, inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+  for (const response of responses) {
+    usage.inputTokens += response.usage?.inputTokens ?? 0;
+    usage.outputTokens += response.usage?.outputTokens ?? 0;
+    usage.totalTokens += response.usage?.totalTokens ?? 0;
+  }
+  return usage;
+}

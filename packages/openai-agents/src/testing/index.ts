@@ -1,0 +1,2 @@
+export { ScriptedModel, scriptedInputFromItems, type ScriptedModelOptions } from "./scripted-model.js";
+export { conformanceRunner, type ConformanceRunnerOptions } from "./conformance-runner.js";
