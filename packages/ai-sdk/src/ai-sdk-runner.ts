@@ -30,6 +30,7 @@ import {
   type Tool,
   type ToolSet,
 } from "ai";
+import { ApprovalRules, type AiSdkToolApproval } from "./approval-rules.js";
 import { displayMessage } from "./display-projection.js";
 import { outcomeMessage } from "./outcome-message.js";
 import { runStateCodec, type AiSdkRunState } from "./run-state.js";
@@ -49,8 +50,15 @@ export interface AiSdkRunnerOptions {
   readonly providerOptions?: StreamTextOptions["providerOptions"];
   /** Call settings (temperature, maxOutputTokens, ...) passed to every model call. */
   readonly settings?: LanguageModelCallOptions;
-  /** Tool context (for tools with a `contextSchema`), keyed by tool name. */
+  /** Tool context (for tools with a `contextSchema`), keyed by tool name; passed to `execute` and approval functions. */
   readonly toolsContext?: Readonly<Record<string, unknown>>;
+  /** Runtime context passed to the model call and to `toolApproval` functions. */
+  readonly runtimeContext?: unknown;
+  /**
+   * The SDK's `toolApproval` configuration (as for `streamText`): it takes precedence over the tools'
+   * own `needsApproval`. `user-approval` and `denied` make the call wait for a person.
+   */
+  readonly toolApproval?: AiSdkToolApproval;
 }
 
 const isProviderExecuted = (tool: Tool): boolean =>
@@ -83,6 +91,7 @@ export class AiSdkRunner implements Runner {
   readonly #options: AiSdkRunnerOptions;
   readonly #tools: ReadonlyMap<string, Tool>;
   readonly #modelTools: ToolSet;
+  readonly #approval: ApprovalRules;
 
   constructor(options: AiSdkRunnerOptions) {
     if (typeof options !== "object" || options === null || options.model == null) {
@@ -114,13 +123,20 @@ export class AiSdkRunner implements Runner {
     }
     this.#tools = tools;
     this.#modelTools = modelTools;
+    const approval = options.toolApproval;
+    if (typeof approval === "object" && approval !== null) {
+      for (const name of Object.keys(approval)) {
+        if (!tools.has(name)) {
+          const known = [...tools.keys()].sort().join(", ") || "none";
+          throw new PolicyError(`toolApproval names "${name}", which is no tool of the agent (its tools: ${known})`);
+        }
+      }
+    }
+    this.#approval = new ApprovalRules(tools, approval, options.toolsContext, options.runtimeContext);
   }
 
   tools(): readonly ToolDescription[] {
-    return [...this.#tools].map(([name, tool]) => ({
-      name,
-      approval: typeof tool.needsApproval === "function" ? "per_call" : tool.needsApproval === true ? "always" : "never",
-    }));
+    return [...this.#tools.keys()].map((name) => ({ name, approval: this.#approval.mode(name) }));
   }
 
   userItem(kind: UserItemKind, text: string): HistoryItem {
@@ -144,6 +160,8 @@ export class AiSdkRunner implements Runner {
       maxRetries: 0,
       abortSignal: input.signal,
       providerOptions: this.#options.providerOptions,
+      toolsContext: this.#options.toolsContext,
+      runtimeContext: this.#options.runtimeContext,
       onError: () => {},
     } as StreamTextOptions);
 
@@ -252,19 +270,13 @@ export class AiSdkRunner implements Runner {
   }
 
   async #needsApproval(name: string, toolCallId: string, args: string, messages: ModelMessage[]): Promise<boolean> {
-    const flag = this.#tools.get(name)?.needsApproval;
-    if (typeof flag === "boolean") return flag;
-    if (typeof flag !== "function") return false;
+    const tool = this.#tools.get(name);
+    if (!tool) return false;
+    if (this.#approval.mode(name) !== "per_call") return this.#approval.mode(name) === "always";
     // Arguments that fail validation never run (callTool reports them failed), so there is nothing to approve.
-    const validation = await validateToolInput(this.#tools.get(name)!, name, args);
+    const validation = await validateToolInput(tool, name, args);
     if (!validation.success) return false;
-    return (
-      (await flag(validation.value as never, {
-        toolCallId,
-        messages,
-        context: this.#options.toolsContext?.[name],
-      } as never)) === true
-    );
+    return await this.#approval.needsApproval({ name, toolCallId, input: validation.value, messages });
   }
 
   async #outputText(tool: Tool, toolCallId: string, input: unknown, output: unknown): Promise<string> {
