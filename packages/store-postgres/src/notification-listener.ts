@@ -1,6 +1,9 @@
 import type { Notification, Pool, PoolClient } from "pg";
 import type { StoreNotification } from "@durable-agents/core";
 
+/** The `application_name` of the store's LISTEN connections. */
+export const LISTENER_APPLICATION_NAME = "durable_agents_listener";
+
 type Listener = (notification: StoreNotification) => void;
 
 /** Turns a NOTIFY payload of this store into a notification; null for anything else. */
@@ -75,6 +78,8 @@ export class NotificationListener {
       client.on("error", this.onBroken);
       client.on("end", this.onBroken);
       client.on("notification", this.onNotification);
+      // Named so an operator (or a test) can tell the LISTEN connections apart in pg_stat_activity.
+      await client.query(`SET application_name = '${LISTENER_APPLICATION_NAME}'`);
       await client.query(`LISTEN ${this.channel}`);
     } catch {
       if (client) this.discard(client);

@@ -1,0 +1,142 @@
+import { describe, expect, it } from "vitest";
+import type { StoreNotification } from "@durable-agents/core";
+import { created, delta, head, newId, useDatabase } from "./helpers.js";
+
+const db = useDatabase();
+
+/** Collects notifications and waits for one that matches. */
+function recorder() {
+  const seen: StoreNotification[] = [];
+  const waiters: { match: (n: StoreNotification) => boolean; resolve: () => void }[] = [];
+  const listener = (notification: StoreNotification) => {
+    seen.push(notification);
+    for (const waiter of [...waiters]) {
+      if (waiter.match(notification)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    }
+  };
+  const waitFor = (match: (n: StoreNotification) => boolean, ms = 5000) =>
+    new Promise<void>((resolve, reject) => {
+      if (seen.some(match)) return resolve();
+      const timer = setTimeout(() => reject(new Error(`no matching notification; saw ${JSON.stringify(seen)}`)), ms);
+      waiters.push({ match, resolve: () => (clearTimeout(timer), resolve()) });
+    });
+  return { seen, listener, waitFor };
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
+
+describe("subscribe", () => {
+  it("wakes subscribers of another store (another process) on enqueue, events and release", async () => {
+    const writer = db.store();
+    const reader = db.store();
+    const { seen, listener, waitFor } = recorder();
+    const unsubscribe = reader.subscribe(listener);
+    await reader.listening();
+
+    const id = newId();
+    await writer.createSession({ head: head(id), events: [created()] });
+    await waitFor((n) => n.kind === "events" && n.sessionId === id);
+
+    seen.length = 0;
+    await writer.enqueue(id, { kind: "message", text: "hi", messageId: null }, "k");
+    await waitFor((n) => n.kind === "inbox" && n.sessionId === id);
+    await waitFor((n) => n.kind === "work");
+
+    // A duplicate writes nothing and wakes nobody.
+    seen.length = 0;
+    expect((await writer.enqueue(id, { kind: "message", text: "hi", messageId: null }, "k")).duplicate).toBe(true);
+    await settle();
+    expect(seen).toEqual([]);
+
+    await db.pool.query("UPDATE durable_agents.sessions SET agent = $1 WHERE session_id = $1", [id]);
+    const lease = (await writer.acquireLease({ workerId: "w", ttlMs: 10_000, agents: [id] }))!;
+    seen.length = 0;
+    await writer.commit({ sessionId: id, fence: lease.fence, expectedVersion: 1, events: [delta("x")] });
+    await waitFor((n) => n.kind === "events" && n.sessionId === id);
+    // Still runnable (the message is past the cursor): the release asks for a worker.
+    seen.length = 0;
+    await writer.releaseLease(lease);
+    await waitFor((n) => n.kind === "work");
+
+    // A commit of a head only (no events) and a release of an idle session wake nobody.
+    const again = (await writer.acquireLease({ workerId: "w", ttlMs: 10_000, agents: [id] }))!;
+    seen.length = 0;
+    await writer.commit({
+      sessionId: id,
+      fence: again.fence,
+      expectedVersion: 1,
+      head: head(id, { inboxCursor: 1 }),
+      runnable: false,
+      events: [],
+    });
+    await writer.releaseLease(again);
+    await settle();
+    expect(seen).toEqual([]);
+
+    unsubscribe();
+    await writer.enqueue(id, { kind: "message", text: "after", messageId: null }, null);
+    await settle();
+    expect(seen).toEqual([]);
+  });
+
+  it("delivers to every subscriber, and a throwing subscriber does not stop the others", async () => {
+    const store = db.store();
+    const first = recorder();
+    const second = recorder();
+    store.subscribe(() => {
+      throw new Error("subscriber bug");
+    });
+    store.subscribe(first.listener);
+    store.subscribe(second.listener);
+    await store.listening();
+    const id = newId();
+    await store.createSession({ head: head(id), events: [created()] });
+    await first.waitFor((n) => n.kind === "events" && n.sessionId === id);
+    await second.waitFor((n) => n.kind === "events" && n.sessionId === id);
+  });
+
+  it("takes one connection from the pool for LISTEN and closes it on close()", async () => {
+    const store = db.store();
+    store.subscribe(() => {});
+    await store.listening();
+    const listening = async () =>
+      Number(
+        (
+          await db.pool.query(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable_agents_listener'",
+          )
+        ).rows[0].n,
+      );
+    const before = await listening();
+    expect(before).toBeGreaterThanOrEqual(1);
+    await store.close();
+    await expect.poll(listening, { timeout: 5000 }).toBe(before - 1);
+  });
+
+  it("reconnects the LISTEN connection after it is terminated, and sends a work wake-up", async () => {
+    const store = db.store({ pollIntervalMs: 200 });
+    const { seen, listener, waitFor } = recorder();
+    store.subscribe(listener);
+    await store.listening();
+    const pid = async () =>
+      (
+        await db.pool.query(
+          "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'durable_agents_listener'",
+        )
+      ).rows.map((row) => row.pid as number);
+    const before = await pid();
+    expect(before.length).toBeGreaterThanOrEqual(1);
+    expect(seen).toEqual([]);
+    await db.pool.query("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", [before]);
+    await waitFor((n) => n.kind === "work");
+    await store.listening();
+    expect((await pid()).some((p) => before.includes(p))).toBe(false);
+    seen.length = 0;
+    const id = newId();
+    await db.store().createSession({ head: head(id), events: [created()] });
+    await waitFor((n) => n.kind === "events" && n.sessionId === id);
+  });
+});
