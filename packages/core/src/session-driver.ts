@@ -19,7 +19,7 @@ import {
 } from "./machine.js";
 import { resolveCallPolicy } from "./policy.js";
 import type { CallToolResult, RunModelResult } from "./runner.js";
-import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
+import { parseSessionHead, type EventBody, type HistoryItem, type SessionHead } from "./schemas.js";
 import type { Lease, SessionStore } from "./store.js";
 import { runInToolCall } from "./tool-context.js";
 
@@ -78,7 +78,7 @@ class SessionDriver {
   async run(): Promise<DriveEnd> {
     const stored = await this.store.loadSession(this.sessionId);
     if (!stored) return "missing";
-    this.head = stored.head;
+    this.head = parseSessionHead(stored.head);
     this.version = stored.version;
     const unsubscribe = this.store.subscribe((n) => {
       if (n.kind === "inbox" && n.sessionId === this.sessionId) this.poke();

@@ -1,3 +1,6 @@
+export { storeConformance } from "./store-suite.js";
+export { runnerConformance } from "./runner-suite.js";
+export { sessionConformance } from "./session-suite.js";
 export type {
   RawSessionRow,
   RawStoreReader,

@@ -1,0 +1,528 @@
+/**
+ * The session suite: every scenario of the session contract, run through the public API
+ * (SessionClient, Worker) for one (runner, store) pair.
+ */
+import assert from "node:assert/strict";
+import { defineSession, type SessionDefinition } from "../definition.js";
+import {
+  DuplicateResolutionError,
+  InputTooLargeError,
+  InterruptNotFoundError,
+  InvalidInputError,
+  SessionNotFoundError,
+  SessionStateError,
+  ToolExecutionError,
+} from "../errors.js";
+import type { ToolPolicies } from "../policy.js";
+import type { SessionEvent, SessionSnapshot, ToolCallRecord } from "../schemas.js";
+import type { SessionStore } from "../store.js";
+import { currentToolCall } from "../tool-context.js";
+import { SessionClient } from "../client.js";
+import { Worker } from "../worker.js";
+import type { ConformanceTool } from "../testing/scripted-rules.js";
+import type { SessionConformanceOptions, TestApi } from "./types.js";
+
+interface Env {
+  readonly store: SessionStore;
+  readonly client: SessionClient;
+  readonly definition: SessionDefinition;
+  readonly workers: Worker[];
+  startWorker(options?: { leaseTtlMs?: number; concurrency?: number }): Worker;
+}
+
+interface Execution {
+  readonly tool: string;
+  readonly args: Record<string, unknown>;
+  readonly key: string | undefined;
+  readonly attempt: number | undefined;
+  readonly sessionId: string | undefined;
+  readonly startedAt: number;
+  endedAt?: number;
+}
+
+/** Tools whose every execution is recorded; behaviours are chosen per test through `behave`. */
+class ToolBox {
+  readonly executions: Execution[] = [];
+  readonly gates = new Map<string, { promise: Promise<void>; open: () => void }>();
+  readonly failuresLeft = new Map<string, number>();
+
+  gate(name: string): () => void {
+    let open!: () => void;
+    const promise = new Promise<void>((resolve) => (open = resolve));
+    this.gates.set(name, { promise, open });
+    return open;
+  }
+
+  count(tool: string): number {
+    return this.executions.filter((e) => e.tool === tool).length;
+  }
+
+  private record(tool: string, args: Record<string, unknown>): Execution {
+    const call = currentToolCall();
+    const execution: Execution = {
+      tool,
+      args,
+      key: call?.idempotencyKey,
+      attempt: call?.attempt,
+      sessionId: call?.sessionId,
+      startedAt: Date.now(),
+    };
+    this.executions.push(execution);
+    return execution;
+  }
+
+  tools(): ConformanceTool[] {
+    const box = this;
+    const tool = (
+      name: string,
+      parameters: ConformanceTool["parameters"],
+      body: (args: Record<string, unknown>, execution: Execution) => Promise<string> | string,
+      extra: Partial<ConformanceTool> = {},
+    ): ConformanceTool => ({
+      name,
+      description: `The ${name.replaceAll("_", " ")} tool of the conformance suite.`,
+      parameters,
+      ...extra,
+      async execute(args) {
+        const execution = box.record(name, args);
+        try {
+          return await body(args, execution);
+        } finally {
+          execution.endedAt = Date.now();
+        }
+      },
+    });
+    return [
+      tool("look_up_order", { order_id: "string" }, async (args) => {
+        const gate = box.gates.get(`look_up_order:${String(args.order_id)}`);
+        if (gate) await gate.promise;
+        return `order ${String(args.order_id)} is shipped`;
+      }),
+      tool("cancel_order", { order_id: "string" }, async (args) => {
+        const gate = box.gates.get("cancel_order");
+        if (gate) await gate.promise;
+        return `order ${String(args.order_id)} is cancelled`;
+      }),
+      tool("flaky_read", { key: "string", failures: "number" }, (args) => {
+        const id = `${currentToolCall()?.idempotencyKey}`;
+        const left = box.failuresLeft.get(id) ?? Number(args.failures);
+        box.failuresLeft.set(id, left - 1);
+        if (left > 0) throw new Error(`flaky_read is down (${left} failure(s) to go)`);
+        return `value of ${String(args.key)}`;
+      }),
+      tool("charge_card", { amount: "number" }, () => {
+        throw new Error("the payment service timed out");
+      }),
+      tool("send_email", { to: "string" }, () => {
+        throw new Error("the mail server dropped the connection");
+      }),
+      tool("find_customer", { email: "string" }, (args) => {
+        throw new ToolExecutionError(`no customer has the email ${String(args.email)}`);
+      }),
+      tool("slow_step", { label: "string" }, async (args) => {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return `step ${String(args.label)} done`;
+      }),
+    ];
+  }
+}
+
+const policies: ToolPolicies = {
+  look_up_order: { effect: "read" },
+  cancel_order: { effect: "non_idempotent_write" },
+  flaky_read: { effect: "read" },
+  charge_card: { effect: "idempotent_write" },
+  send_email: { effect: "non_idempotent_write", needsApproval: false },
+  find_customer: { effect: "read" },
+  slow_step: { effect: "read" },
+};
+
+const waitUntil = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+};
+
+const callOf = (snapshot: SessionSnapshot, name: string): ToolCallRecord => {
+  const call = snapshot.turn?.calls.find((c) => c.name === name);
+  assert.ok(call, `the turn has a ${name} call`);
+  return call;
+};
+
+export function sessionConformance(t: TestApi, options: SessionConformanceOptions): void {
+  const live: (() => Promise<void>)[] = [];
+  const setup = async (box: ToolBox, workers = 1): Promise<Env> => {
+    const { store, cleanup } = await options.makeStore();
+    const runner = await options.makeRunner(box.tools());
+    const definition = defineSession({
+      name: "conformance",
+      runner,
+      policies,
+      modelRetry: { maxAttempts: 3, initialDelayMs: 5, maxDelayMs: 20 },
+      toolBackoff: { initialDelayMs: 5, maxDelayMs: 20 },
+    });
+    const started: Worker[] = [];
+    const env: Env = {
+      store,
+      client: new SessionClient({ store }),
+      definition,
+      workers: started,
+      startWorker(o = {}) {
+        const worker = new Worker({
+          store,
+          sessions: [definition],
+          pollIntervalMs: 25,
+          leaseTtlMs: o.leaseTtlMs ?? 5_000,
+          concurrency: o.concurrency ?? 16,
+          onError: () => {},
+        }).start();
+        started.push(worker);
+        return worker;
+      },
+    };
+    for (let i = 0; i < workers; i++) env.startWorker();
+    live.push(async () => {
+      await Promise.all(started.map((w) => w.stop({ timeoutMs: 2_000 })));
+      await store.close();
+      await cleanup?.();
+    });
+    return env;
+  };
+  const teardown = async () => {
+    const all = live.splice(0);
+    for (const stop of all) await stop();
+  };
+  t.afterEach?.(teardown);
+
+  const scenario = (name: string, body: (box: ToolBox) => Promise<void>) =>
+    t.it(name, async () => {
+      try {
+        await body(new ToolBox());
+      } finally {
+        if (!t.afterEach) await teardown();
+      }
+    }, 60_000);
+
+  const turnSteps = async (env: Env, sessionId: string, turnId: string) =>
+    (await env.client.steps(sessionId)).filter((s) => s.turnId === turnId).map((s) => (s.step === "AwaitToolApproval" ? `${s.step}:${s.detail}` : s.step));
+
+  t.describe("session conformance", () => {
+    scenario("a turn that looks up an order runs RunModel, CallTool, ResumeTurn, RunModel", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call look_up_order {"order_id":"1001"}' });
+      const snapshot = await env.client.waitUntilIdle(sessionId);
+      assert.equal(snapshot.status, "idle");
+      assert.deepEqual(await turnSteps(env, sessionId, "turn-1"), ["RunModel", "CallTool", "ResumeTurn", "RunModel"]);
+      assert.equal(box.count("look_up_order"), 1);
+      assert.equal(callOf(snapshot, "look_up_order").status, "succeeded");
+      assert.equal(snapshot.turn?.finalText, "Results: look_up_order -> order 1001 is shipped");
+      assert.equal(snapshot.messages[0]?.role, "user");
+      assert.equal(snapshot.messages.at(-1)?.text, "Results: look_up_order -> order 1001 is shipped");
+      assert.equal(snapshot.usage.modelCalls, 2);
+    });
+
+    scenario("a non-idempotent call waits for approval and runs once after it", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call cancel_order {"order_id":"1002"}' });
+      const waiting = await env.client.waitUntilIdle(sessionId);
+      assert.equal(waiting.status, "awaiting_approval");
+      assert.equal(waiting.pendingInterrupts.length, 1);
+      assert.equal(waiting.pendingInterrupts[0]?.toolName, "cancel_order");
+      assert.equal(box.count("cancel_order"), 0, "nothing runs before the approval");
+      await env.client.approve(sessionId, waiting.pendingInterrupts[0]!.interruptId);
+      const done = await env.client.waitUntilIdle(sessionId);
+      assert.equal(done.status, "idle");
+      assert.equal(box.count("cancel_order"), 1);
+      assert.equal(callOf(done, "cancel_order").status, "succeeded");
+      assert.deepEqual(await turnSteps(env, sessionId, "turn-1"), [
+        "RunModel",
+        "AwaitToolApproval:approved",
+        "CallSingleAttemptTool",
+        "ResumeTurn",
+        "RunModel",
+      ]);
+      assert.match(done.turn?.finalText ?? "", /order 1002 is cancelled/);
+    });
+
+    scenario("a rejection's message reaches the model and the tool never runs", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call cancel_order {"order_id":"1002"}' });
+      const waiting = await env.client.waitUntilIdle(sessionId);
+      await env.client.reject(sessionId, waiting.pendingInterrupts[0]!.interruptId, "Not today: the customer called back.");
+      const done = await env.client.waitUntilIdle(sessionId);
+      assert.equal(box.count("cancel_order"), 0);
+      assert.equal(callOf(done, "cancel_order").status, "rejected");
+      assert.equal(done.turn?.finalText, "Results: cancel_order -> Not today: the customer called back.");
+    });
+
+    scenario("two calls of one response run in parallel, each in its own step", async (box) => {
+      const env = await setup(box);
+      const openA = box.gate("look_up_order:A");
+      const openB = box.gate("look_up_order:B");
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call look_up_order {"order_id":"A"}\ncall look_up_order {"order_id":"B"}',
+      });
+      // Both calls must be running at once: neither may finish before the other started.
+      await waitUntil("both calls to start", () => box.count("look_up_order") === 2);
+      openB();
+      openA();
+      const done = await env.client.waitUntilIdle(sessionId);
+      assert.deepEqual(await turnSteps(env, sessionId, "turn-1"), ["RunModel", "CallTool", "CallTool", "ResumeTurn", "RunModel"]);
+      assert.equal(done.turn?.finalText, "Results: look_up_order -> order A is shipped | look_up_order -> order B is shipped");
+    });
+
+    scenario("a read that fails twice then succeeds; one that fails three times is failed", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call flaky_read {"key":"a","failures":2}\ncall flaky_read {"key":"b","failures":3}',
+      });
+      const done = await env.client.waitUntilIdle(sessionId);
+      const [a, b] = done.turn!.calls;
+      assert.equal(a?.status, "succeeded");
+      assert.equal(a?.attempts, 3);
+      assert.equal(b?.status, "failed");
+      assert.equal(b?.attempts, 3);
+      assert.match(b?.message ?? "", /all 3 attempts failed/);
+      assert.equal(box.count("flaky_read"), 6);
+      assert.match(done.turn?.finalText ?? "", /flaky_read -> value of a \| flaky_read -> The tool call failed/);
+    });
+
+    scenario("an idempotent write sees one key on every attempt and ends outcome_unknown", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call charge_card {"amount":5}' });
+      const done = await env.client.waitUntilIdle(sessionId);
+      const call = callOf(done, "charge_card");
+      assert.equal(call.status, "outcome_unknown");
+      assert.equal(call.attempts, 3);
+      const runs = box.executions.filter((e) => e.tool === "charge_card");
+      assert.deepEqual(runs.map((e) => e.attempt), [1, 2, 3]);
+      assert.deepEqual(new Set(runs.map((e) => e.key)), new Set([`${sessionId}/turn-1/${call.toolCallId}`]));
+      assert.match(done.turn?.finalText ?? "", /charge_card -> The outcome of this tool call is unknown/);
+    });
+
+    scenario("a single-attempt call that throws is outcome_unknown and runs once", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call send_email {"to":"a@example.com"}' });
+      const done = await env.client.waitUntilIdle(sessionId);
+      assert.equal(callOf(done, "send_email").status, "outcome_unknown");
+      assert.equal(box.count("send_email"), 1);
+    });
+
+    scenario("ToolExecutionError is failed without a retry", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call find_customer {"email":"x@example.com"}' });
+      const done = await env.client.waitUntilIdle(sessionId);
+      const call = callOf(done, "find_customer");
+      assert.equal(call.status, "failed");
+      assert.equal(call.attempts, 1);
+      assert.equal(box.count("find_customer"), 1);
+      assert.match(done.turn?.finalText ?? "", /no customer has the email x@example.com/);
+    });
+
+    scenario("invalid arguments are failed and the tool does not run", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call look_up_order {"order":1001}' });
+      const done = await env.client.waitUntilIdle(sessionId);
+      assert.equal(callOf(done, "look_up_order").status, "failed");
+      assert.equal(box.count("look_up_order"), 0);
+      assert.match(done.turn?.finalText ?? "", /look_up_order -> The tool call failed/);
+    });
+
+    scenario("a worker dying inside a single-attempt call: outcome_unknown, never run again", async (box) => {
+      const env = await setup(box, 0);
+      const first = env.startWorker({ leaseTtlMs: 300 });
+      box.gate("cancel_order");
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call cancel_order {"order_id":"1002"}' });
+      const waiting = await env.client.waitUntilIdle(sessionId);
+      await env.client.approve(sessionId, waiting.pendingInterrupts[0]!.interruptId);
+      await waitUntil("the call to start", () => box.count("cancel_order") === 1);
+      first.crash();
+      env.startWorker({ leaseTtlMs: 300 });
+      const done = await env.client.waitUntilIdle(sessionId);
+      box.gates.get("cancel_order")!.open();
+      assert.equal(callOf(done, "cancel_order").status, "outcome_unknown");
+      assert.match(done.turn?.finalText ?? "", /cancel_order -> The outcome of this tool call is unknown/);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(box.count("cancel_order"), 1, "the call is never executed again");
+      assert.equal((await env.client.snapshot(sessionId)).turn?.finalText, done.turn?.finalText, "the dead worker wrote nothing");
+    });
+
+    scenario("a worker dying inside a read call: the read runs again", async (box) => {
+      const env = await setup(box, 0);
+      const first = env.startWorker({ leaseTtlMs: 300 });
+      const open = box.gate("look_up_order:7");
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call look_up_order {"order_id":"7"}' });
+      await waitUntil("the call to start", () => box.count("look_up_order") === 1);
+      first.crash();
+      open();
+      env.startWorker({ leaseTtlMs: 300 });
+      const done = await env.client.waitUntilIdle(sessionId);
+      const call = callOf(done, "look_up_order");
+      assert.equal(call.status, "succeeded");
+      assert.equal(call.attempts, 2);
+      assert.equal(box.count("look_up_order"), 2);
+      assert.equal(done.turn?.finalText, "Results: look_up_order -> order 7 is shipped");
+    });
+
+    scenario("messages sent during a turn start the next turns, in order", async (box) => {
+      const env = await setup(box);
+      const open = box.gate("look_up_order:1");
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call look_up_order {"order_id":"1"}' });
+      await waitUntil("the first call to start", () => box.count("look_up_order") === 1);
+      await env.client.sendMessage(sessionId, "second");
+      await env.client.sendMessage(sessionId, "third");
+      await env.client.waitFor(sessionId, (s) => s.turn?.turnId === "turn-1" && s.queuedMessages === 2);
+      open();
+      const done = await env.client.waitUntilIdle(sessionId);
+      assert.equal(done.turnCount, 3);
+      const users = done.messages.filter((m) => m.role === "user").map((m) => m.text);
+      assert.deepEqual(users, ['call look_up_order {"order_id":"1"}', "second", "third"]);
+      assert.equal(done.messages.at(-1)?.text, "You said: third");
+      const queued = (await env.client.readEvents(sessionId)).filter((e) => e.type === "message_queued");
+      assert.equal(queued.length, 2);
+    });
+
+    scenario("a message sent twice with one messageId starts one turn", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({ agent: "conformance" });
+      const first = await env.client.sendMessage(sessionId, "hello", { messageId: "m-1" });
+      const again = await env.client.sendMessage(sessionId, "hello", { messageId: "m-1" });
+      assert.equal(again.duplicate, true);
+      assert.equal(again.seq, first.seq);
+      const done = await env.client.waitUntilIdle(sessionId);
+      assert.equal(done.turnCount, 1);
+    });
+
+    scenario("a failed turn leaves a note that the next turn's model sees", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call look_up_order {"order_id":"9"}\nthen\nfail model',
+      });
+      const failed = await env.client.waitUntilIdle(sessionId);
+      assert.equal(failed.turn?.phase, "failed");
+      assert.match(failed.turn?.error ?? "", /failed 3 time/);
+      const note = failed.messages.at(-1);
+      assert.equal(note?.role, "note");
+      assert.match(note?.text ?? "", /look_up_order\(\{"order_id":"9"\}\): succeeded: order 9 is shipped/);
+      await env.client.sendMessage(sessionId, "what happened?");
+      const next = await env.client.waitUntilIdle(sessionId);
+      assert.equal(next.turn?.finalText, "(noted 1 failed turn(s)) You said: what happened?");
+      const events = await env.client.readEvents(sessionId);
+      assert.equal(events.filter((e) => e.type === "turn_failed").length, 1);
+    });
+
+    scenario("two workers racing: one session is advanced by one worker at a time", async (box) => {
+      const env = await setup(box, 0);
+      env.startWorker({ concurrency: 1 });
+      env.startWorker({ concurrency: 1 });
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const { sessionId } = await env.client.startSession({
+          agent: "conformance",
+          message: `call slow_step {"label":"${i}a"}\nthen\ncall slow_step {"label":"${i}b"}`,
+        });
+        ids.push(sessionId);
+      }
+      for (const id of ids) assert.equal((await env.client.waitUntilIdle(id)).turn?.phase, "completed");
+      const runs = box.executions.filter((e) => e.tool === "slow_step");
+      assert.equal(runs.length, 12, "every call ran exactly once");
+      for (const id of ids) {
+        const mine = runs.filter((e) => e.sessionId === id).sort((x, y) => x.startedAt - y.startedAt);
+        assert.equal(mine.length, 2);
+        assert.ok(mine[0]!.endedAt! <= mine[1]!.startedAt, "the steps of one session never overlap");
+      }
+      assert.ok(env.workers.every((w) => w.drives > 0), "both workers took part");
+    });
+
+    scenario("an event reader that reconnects from its cursor misses nothing and sees nothing twice", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({ agent: "conformance" });
+      const seen: SessionEvent[] = [];
+      const first = new AbortController();
+      const reading = (async () => {
+        for await (const event of env.client.followEvents(sessionId, { signal: first.signal })) {
+          seen.push(event);
+          if (seen.length === 3) first.abort();
+        }
+      })();
+      await env.client.sendMessage(sessionId, 'call look_up_order {"order_id":"5"}');
+      await reading;
+      const second = new AbortController();
+      const resumed = (async () => {
+        for await (const event of env.client.followEvents(sessionId, { after: seen.at(-1)!.seq, signal: second.signal })) {
+          seen.push(event);
+          if (event.type === "turn_completed") second.abort();
+        }
+      })();
+      await resumed;
+      const all = await env.client.readEvents(sessionId);
+      assert.deepEqual(seen.map((e) => e.seq), all.map((e) => e.seq));
+      assert.deepEqual(seen.map((e) => e.seq), all.map((_, i) => i + 1));
+    });
+
+    scenario("text deltas are coalesced and join to the final text", async (box) => {
+      const env = await setup(box);
+      const long = Array.from({ length: 30 }, (_, i) => `word${i}`).join(" ");
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: long });
+      const done = await env.client.waitUntilIdle(sessionId);
+      const deltas = (await env.client.readEvents(sessionId)).filter((e) => e.type === "text_delta");
+      const joined = deltas.map((e) => (e.type === "text_delta" ? e.data.text : "")).join("");
+      assert.equal(joined, done.turn?.finalText);
+      assert.ok(deltas.length >= 2, "long text streams in several events");
+      assert.ok(deltas.length <= Math.ceil(joined.length / 64) + 2, `deltas are coalesced (${deltas.length} events for ${joined.length} chars)`);
+    });
+
+    scenario("every bad input gets its typed error and changes nothing", async (box) => {
+      const env = await setup(box);
+      const { client } = env;
+      const { sessionId } = await client.startSession({ agent: "conformance", message: 'call cancel_order {"order_id":"1002"}' });
+      const waiting = await client.waitUntilIdle(sessionId);
+      const interruptId = waiting.pendingInterrupts[0]!.interruptId;
+      const before = await client.snapshot(sessionId);
+      const inboxBefore = await env.store.readInbox(sessionId, 0);
+      const refuse = async (what: string, call: () => Promise<unknown>, check: (e: unknown) => boolean) => {
+        await assert.rejects(call, (e: unknown) => check(e), what);
+      };
+      await refuse("unknown session: send", () => client.sendMessage("no-such-session", "hi"), SessionNotFoundError.isInstance);
+      await refuse("unknown session: snapshot", () => client.snapshot("no-such-session"), SessionNotFoundError.isInstance);
+      await refuse("unknown session: events", () => client.readEvents("no-such-session"), SessionNotFoundError.isInstance);
+      await refuse("unknown session: approve", () => client.approve("no-such-session", interruptId), SessionNotFoundError.isInstance);
+      await refuse("unknown interrupt", () => client.approve(sessionId, "no-such-interrupt"), InterruptNotFoundError.isInstance);
+      await refuse("malformed text", () => client.sendMessage(sessionId, 42 as unknown as string), InvalidInputError.isInstance);
+      await refuse("empty text", () => client.sendMessage(sessionId, "   "), InvalidInputError.isInstance);
+      await refuse("malformed session ID", () => client.sendMessage("a/b", "hi"), InvalidInputError.isInstance);
+      await refuse(
+        "approved is not a boolean",
+        () => client.resolveInterrupt(sessionId, { interruptId, approved: "yes" as unknown as boolean }),
+        InvalidInputError.isInstance,
+      );
+      await refuse(
+        "a message with an approval",
+        () => client.resolveInterrupt(sessionId, { interruptId, approved: true, message: "ok" }),
+        InvalidInputError.isInstance,
+      );
+      await refuse("oversize message", () => client.sendMessage(sessionId, "x".repeat(40_000)), InputTooLargeError.isInstance);
+      await refuse("oversize rejection", () => client.reject(sessionId, interruptId, "x".repeat(40_000)), InputTooLargeError.isInstance);
+      await refuse(
+        "wrong state: the session exists",
+        () => client.startSession({ agent: "conformance", sessionId }),
+        SessionStateError.isInstance,
+      );
+      const after = await client.snapshot(sessionId);
+      assert.deepEqual(after, before, "no refused call changed the session");
+      assert.deepEqual(await env.store.readInbox(sessionId, 0), inboxBefore, "no refused call wrote to the inbox");
+      await client.approve(sessionId, interruptId);
+      await refuse("duplicate approval", () => client.approve(sessionId, interruptId), DuplicateResolutionError.isInstance);
+      await refuse("approval after rejection", () => client.reject(sessionId, interruptId, "no"), DuplicateResolutionError.isInstance);
+      const done = await client.waitUntilIdle(sessionId);
+      assert.equal(box.count("cancel_order"), 1, "the approval was applied once");
+      await refuse("duplicate approval after it was applied", () => client.approve(sessionId, interruptId), DuplicateResolutionError.isInstance);
+      assert.equal((await client.snapshot(sessionId)).version, done.version);
+    });
+  });
+}

@@ -1,0 +1,273 @@
+/**
+ * The store suite: the promises of the store interface, checked through the store's API and
+ * through a raw reader that reads what the backend really wrote.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { LeaseLostError, SessionNotFoundError, SessionStateError, VersionConflictError } from "../errors.js";
+import { newSessionHead } from "../machine.js";
+import type { EventBody, HistoryItem, SessionHead } from "../schemas.js";
+import type { Lease, SessionStore, StoreNotification } from "../store.js";
+import type { StoreHarness, TestApi } from "./types.js";
+
+const agent = "store-suite";
+const message = (text: string) => ({ kind: "message" as const, text, messageId: null });
+const item = (text: string): HistoryItem => ({ item: { role: "user", content: text }, display: { role: "user", text } });
+const noteEvent = (text: string): EventBody => ({ type: "message_queued", data: { text, position: 1 } });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function create(store: SessionStore, options: { withMessage?: boolean } = {}): Promise<SessionHead> {
+  const head = newSessionHead(`s-${randomUUID()}`, agent, new Date().toISOString());
+  await store.createSession({
+    head,
+    events: [{ type: "session_created", data: { agent } }],
+    ...(options.withMessage ? { inbox: { entry: message("hello"), dedupeKey: null } } : {}),
+  });
+  return head;
+}
+
+async function lease(store: SessionStore, workerId = "w1", ttlMs = 5_000): Promise<Lease> {
+  const granted = await store.acquireLease({ workerId, ttlMs, agents: [agent] });
+  assert.ok(granted, "a runnable session is leased");
+  return granted;
+}
+
+export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHarness>): void {
+  const harnesses: StoreHarness[] = [];
+  const open = async () => {
+    const harness = await makeHarness();
+    harnesses.push(harness);
+    return harness;
+  };
+  const cleanup = async () => {
+    for (const h of harnesses.splice(0)) {
+      await h.store.close();
+      await h.cleanup?.();
+    }
+  };
+  t.afterEach?.(cleanup);
+  const test = (name: string, body: () => Promise<void>) =>
+    t.it(name, async () => {
+      try {
+        await body();
+      } finally {
+        if (!t.afterEach) await cleanup();
+      }
+    }, 30_000);
+
+  t.describe("store conformance", () => {
+    test("createSession writes the head, its events and the first inbox entry; a taken ID is refused", async () => {
+      const { store, raw } = await open();
+      const head = await create(store, { withMessage: true });
+      const row = await raw.session(head.sessionId);
+      assert.ok(row);
+      assert.equal(row.version, 1);
+      assert.equal(row.agent, agent);
+      assert.equal(row.fence, 0);
+      assert.equal(row.leaseOwner, null);
+      assert.deepEqual(row.head, head);
+      assert.deepEqual((await raw.events(head.sessionId)).map((e) => [e.seq, e.type]), [[1, "session_created"]]);
+      assert.deepEqual((await raw.inbox(head.sessionId)).map((e) => [e.seq, e.entry]), [[1, message("hello")]]);
+      await assert.rejects(
+        store.createSession({ head: { ...head, turnCount: 9 }, events: [{ type: "session_created", data: { agent } }] }),
+        SessionStateError.isInstance,
+      );
+      assert.deepEqual((await raw.session(head.sessionId))?.head, head, "the refused create changed nothing");
+      assert.equal((await raw.events(head.sessionId)).length, 1);
+    });
+
+    test("a commit writes head, history and events atomically, under the lease", async () => {
+      const { store, raw } = await open();
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store);
+      assert.equal(l.fence, 1);
+      const next: SessionHead = { ...head, inboxCursor: 1, historyLength: 2, turnCount: 1 };
+      const result = await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 1,
+        head: next,
+        runnable: true,
+        appendHistory: [item("one"), item("two")],
+        events: [noteEvent("a"), noteEvent("b")],
+      });
+      assert.deepEqual(result, { version: 2, lastEventSeq: 3 });
+      const row = await raw.session(head.sessionId);
+      assert.equal(row?.version, 2);
+      assert.equal(row?.runnable, true);
+      assert.equal(row?.inboxCursor, 1);
+      assert.deepEqual(row?.head, next);
+      assert.deepEqual(await raw.history(head.sessionId), [item("one"), item("two")]);
+      assert.deepEqual((await raw.events(head.sessionId)).map((e) => e.seq), [1, 2, 3]);
+      assert.deepEqual((await store.loadSession(head.sessionId))?.head, next);
+      assert.deepEqual(await store.readHistory(head.sessionId, 1), [item("two")]);
+      const more = await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 2,
+        head: { ...next, historyLength: 3 },
+        runnable: false,
+        appendHistory: [item("three")],
+        events: [],
+      });
+      assert.equal(more.version, 3);
+      assert.deepEqual((await raw.history(head.sessionId)).length, 3, "history is appended, not rewritten");
+    });
+
+    test("a commit of events only keeps the version", async () => {
+      const { store, raw } = await open();
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store);
+      const result = await store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 1, events: [noteEvent("x")] });
+      assert.deepEqual(result, { version: 1, lastEventSeq: 2 });
+      assert.equal((await raw.session(head.sessionId))?.version, 1);
+      assert.deepEqual((await raw.session(head.sessionId))?.head, head);
+    });
+
+    test("a version conflict is refused and writes nothing", async () => {
+      const { store, raw } = await open();
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store);
+      await assert.rejects(
+        store.commit({
+          sessionId: head.sessionId,
+          fence: l.fence,
+          expectedVersion: 7,
+          head: { ...head, turnCount: 5 },
+          runnable: false,
+          appendHistory: [item("lost")],
+          events: [noteEvent("lost")],
+        }),
+        VersionConflictError.isInstance,
+      );
+      const row = await raw.session(head.sessionId);
+      assert.equal(row?.version, 1);
+      assert.deepEqual(row?.head, head);
+      assert.equal((await raw.history(head.sessionId)).length, 0);
+      assert.equal((await raw.events(head.sessionId)).length, 1);
+    });
+
+    test("only one of many concurrent workers gets the lease", async () => {
+      const { store, raw } = await open();
+      const head = await create(store, { withMessage: true });
+      const grants = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => store.acquireLease({ workerId: `w${i}`, ttlMs: 5_000, agents: [agent] })),
+      );
+      const won = grants.filter((g) => g !== null);
+      assert.equal(won.length, 1);
+      const row = await raw.session(head.sessionId);
+      assert.equal(row?.fence, 1);
+      assert.equal(row?.leaseOwner, won[0]!.workerId);
+      assert.ok((row?.leaseExpiresAt ?? 0) > Date.now());
+    });
+
+    test("a session with nothing to do is not leased; other agents' sessions are not leased", async () => {
+      const { store } = await open();
+      const head = await create(store);
+      assert.equal(await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: [agent] }), null);
+      await store.enqueue(head.sessionId, message("go"), null);
+      assert.equal(await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: ["another-agent"] }), null);
+      const l = await lease(store);
+      await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 1,
+        head: { ...head, inboxCursor: 1 },
+        runnable: false,
+        events: [],
+      });
+      await store.releaseLease(l);
+      assert.equal(await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: [agent] }), null, "consumed and idle");
+    });
+
+    test("an expired lease is taken over, and the stale worker can neither commit nor renew", async () => {
+      const { store, raw } = await open();
+      const head = await create(store, { withMessage: true });
+      const stale = await lease(store, "old", 150);
+      assert.equal(await store.acquireLease({ workerId: "new", ttlMs: 5_000, agents: [agent] }), null, "the lease is live");
+      await sleep(250);
+      const fresh = await lease(store, "new");
+      assert.equal(fresh.fence, stale.fence + 1);
+      await assert.rejects(
+        store.commit({ sessionId: head.sessionId, fence: stale.fence, expectedVersion: 1, head: { ...head, turnCount: 3 }, runnable: false, events: [noteEvent("stale")] }),
+        LeaseLostError.isInstance,
+      );
+      assert.equal(await store.renewLease(stale, 5_000), null);
+      await store.releaseLease(stale);
+      const row = await raw.session(head.sessionId);
+      assert.equal(row?.leaseOwner, "new", "a stale release does not drop the new lease");
+      assert.equal(row?.version, 1);
+      assert.equal((await raw.events(head.sessionId)).length, 1);
+      const renewed = await store.renewLease(fresh, 5_000);
+      assert.ok(renewed && renewed.expiresAt >= fresh.expiresAt);
+      await store.commit({ sessionId: head.sessionId, fence: fresh.fence, expectedVersion: 1, head: { ...head, inboxCursor: 1 }, runnable: false, events: [] });
+    });
+
+    test("a commit after the lease expired is refused even when nobody took over", async () => {
+      const { store } = await open();
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store, "w", 100);
+      await sleep(200);
+      await assert.rejects(
+        store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 1, events: [noteEvent("late")] }),
+        LeaseLostError.isInstance,
+      );
+    });
+
+    test("the inbox keeps order under concurrent writers and refuses duplicates by key", async () => {
+      const { store, raw } = await open();
+      const head = await create(store);
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => store.enqueue(head.sessionId, message(`m${i}`), `k${i}`)),
+      );
+      assert.deepEqual(results.map((r) => r.seq).sort((a, b) => a - b), Array.from({ length: 12 }, (_, i) => i + 1));
+      const again = await store.enqueue(head.sessionId, message("m3 again"), "k3");
+      assert.deepEqual(again, { seq: results[3]!.seq, duplicate: true });
+      assert.equal((await raw.inbox(head.sessionId)).length, 12, "the duplicate wrote nothing");
+      const tail = await store.readInbox(head.sessionId, 6);
+      assert.deepEqual(tail.map((e) => e.seq), [7, 8, 9, 10, 11, 12]);
+      await assert.rejects(store.enqueue("no-such-session", message("x"), null), SessionNotFoundError.isInstance);
+    });
+
+    test("event cursors page through the log in order", async () => {
+      const { store } = await open();
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store);
+      for (let i = 0; i < 5; i++) {
+        await store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 1, events: [noteEvent(`${i}`), noteEvent(`${i}b`)] });
+      }
+      const all = await store.readEvents(head.sessionId, 0);
+      assert.deepEqual(all.map((e) => e.seq), Array.from({ length: 11 }, (_, i) => i + 1));
+      const page = await store.readEvents(head.sessionId, 4, 3);
+      assert.deepEqual(page.map((e) => e.seq), [5, 6, 7]);
+      assert.deepEqual(page[0], all[4]);
+      assert.equal(typeof page[0]?.at, "string");
+      assert.deepEqual(await store.readEvents(head.sessionId, 11), []);
+    });
+
+    test("subscribers are woken by new inbox entries, events and released work", async () => {
+      const { store } = await open();
+      const head = await create(store);
+      const seen: StoreNotification[] = [];
+      const unsubscribe = store.subscribe((n) => seen.push(n));
+      const waitFor = async (match: (n: StoreNotification) => boolean) => {
+        const deadline = Date.now() + 5_000;
+        while (!seen.some(match)) {
+          if (Date.now() > deadline) throw new Error("no notification");
+          await sleep(10);
+        }
+      };
+      await store.enqueue(head.sessionId, message("wake"), null);
+      await waitFor((n) => n.kind === "inbox" && n.sessionId === head.sessionId);
+      await waitFor((n) => n.kind === "work");
+      const l = await lease(store);
+      seen.length = 0;
+      await store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 1, head: { ...head, inboxCursor: 1 }, runnable: true, events: [noteEvent("e")] });
+      await waitFor((n) => n.kind === "events" && n.sessionId === head.sessionId);
+      seen.length = 0;
+      await store.releaseLease(l);
+      await waitFor((n) => n.kind === "work");
+      unsubscribe();
+    });
+  });
+}

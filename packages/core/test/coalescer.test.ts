@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { DeltaCoalescer, type EventBody } from "../src/index.js";
+
+const texts = (events: EventBody[]) => events.map((e) => (e.type === "text_delta" || e.type === "reasoning_delta" ? `${e.type}:${e.data.text}` : e.type));
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe("DeltaCoalescer", () => {
+  it("flushes at 64 characters, on a change of kind, and on close", async () => {
+    const out: EventBody[] = [];
+    const c = new DeltaCoalescer("turn-1", async (events) => void out.push(...events));
+    for (let i = 0; i < 20; i++) c.push({ kind: "text", text: "abcd" });
+    await tick();
+    expect(texts(out)).toEqual([`text_delta:${"abcd".repeat(16)}`]);
+    c.push({ kind: "reasoning", text: "think" });
+    await tick();
+    expect(texts(out)).toHaveLength(2);
+    await c.close();
+    expect(texts(out)).toEqual([`text_delta:${"abcd".repeat(16)}`, `text_delta:${"abcd".repeat(4)}`, "reasoning_delta:think"]);
+  });
+
+  it("flushes after 100 ms without a new delta", async () => {
+    const out: EventBody[] = [];
+    const c = new DeltaCoalescer("turn-1", async (events) => void out.push(...events), { idleMs: 30 });
+    c.push({ kind: "text", text: "hel" });
+    c.push({ kind: "text", text: "lo" });
+    await tick();
+    expect(out).toHaveLength(0);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(texts(out)).toEqual(["text_delta:hello"]);
+    await c.close();
+    expect(out).toHaveLength(1);
+  });
+});

@@ -1,0 +1,150 @@
+import { describe, expect, it } from "vitest";
+import {
+  apply,
+  dueSteps,
+  isRunnable,
+  newSessionHead,
+  outcomesForNextModelStep,
+  type HistoryItem,
+  type MachineConfig,
+  type MachineInput,
+  type SessionHead,
+} from "../src/index.js";
+
+const note = (text: string): HistoryItem => ({ item: { note: text }, display: { role: "note", text } });
+const config: MachineConfig = { maxModelSteps: 5, failureNote: note };
+const user = (text: string): HistoryItem => ({ item: { user: text }, display: { role: "user", text } });
+const usage = { modelCalls: 1, inputTokens: 10, outputTokens: 2, totalTokens: 12 };
+
+function run(head: SessionHead, ...inputs: MachineInput[]) {
+  const events: string[] = [];
+  const history: HistoryItem[] = [];
+  for (const input of inputs) {
+    const t = apply(head, input, config);
+    head = t.head;
+    events.push(...t.events.map((e) => e.type));
+    history.push(...t.appendHistory);
+  }
+  return { head, events, history };
+}
+
+const message = (seq: number, text: string): MachineInput => ({
+  type: "inbox",
+  item: { seq, kind: "message", text, messageId: null },
+  userItem: user(text),
+});
+
+const toolCalls = (...calls: [string, "read" | "non_idempotent_write", boolean][]): MachineInput => ({
+  type: "model_completed",
+  result: {
+    kind: "tool_calls",
+    calls: calls.map(([id, name]) => ({ toolCallId: id, name, arguments: "{}", needsApproval: false })),
+    runState: "state",
+    usage,
+  },
+  calls: calls.map(([id, effect, needsApproval]) => ({ toolCallId: id, name: `tool_${id}`, arguments: "{}", effect, needsApproval })),
+});
+
+describe("the session state machine", () => {
+  const fresh = () => newSessionHead("s1", "agent", "2026-11-29T00:00:00.000Z");
+
+  it("starts a turn from a message and asks for RunModel", () => {
+    const { head, events, history } = run(fresh(), message(1, "hi"));
+    expect(head.status).toBe("running");
+    expect(head.turn?.turnId).toBe("turn-1");
+    expect(head.inboxCursor).toBe(1);
+    expect(history).toEqual([user("hi")]);
+    expect(events).toEqual(["turn_started", "history_appended", "step_started"]);
+    expect(dueSteps(head)).toEqual([{ kind: "RunModel", turnId: "turn-1", modelStep: 1, notBefore: null }]);
+    expect(isRunnable(head)).toBe(true);
+  });
+
+  it("ignores an inbox entry it already applied", () => {
+    const once = run(fresh(), message(1, "hi")).head;
+    const t = apply(once, message(1, "hi"), config);
+    expect(t.head).toEqual(once);
+    expect(t.events).toEqual([]);
+  });
+
+  it("waits for approval, then runs the approved call; ResumeTurn hands every outcome back", () => {
+    let { head } = run(fresh(), message(1, "go"), toolCalls(["a", "read", false], ["b", "non_idempotent_write", true]));
+    expect(head.pendingInterrupts.map((i) => i.interruptId)).toEqual(["turn-1-1-2"]);
+    expect(dueSteps(head).map((s) => s.kind)).toEqual(["CallTool"]);
+    head = run(head, { type: "calls_started", toolCallIds: ["a"] }, {
+      type: "call_finished",
+      toolCallId: "a",
+      outcome: { status: "succeeded", output: "A" },
+    }).head;
+    expect(head.status).toBe("awaiting_approval");
+    expect(isRunnable(head)).toBe(false);
+    head = run(head, { type: "inbox", item: { seq: 2, kind: "resolution", interruptId: "turn-1-1-2", approved: false, message: "no" } }).head;
+    expect(head.turn?.phase).toBe("model");
+    expect(outcomesForNextModelStep(head)).toEqual([
+      { toolCallId: "a", name: "tool_a", status: "succeeded", text: "A", output: "A" },
+      { toolCallId: "b", name: "tool_b", status: "rejected", text: "no", output: null },
+    ]);
+    expect(head.turn?.steps.map((s) => `${s.step}:${s.status}`)).toEqual([
+      "RunModel:completed",
+      "AwaitToolApproval:completed",
+      "CallTool:completed",
+      "ResumeTurn:completed",
+      "RunModel:running",
+    ]);
+  });
+
+  it("recovers a dead worker's calls by the table: single-attempt unknown, read rerun", () => {
+    let { head } = run(fresh(), message(1, "go"), toolCalls(["r", "read", false], ["w", "non_idempotent_write", false]));
+    head = run(head, { type: "calls_started", toolCallIds: ["r", "w"] }).head;
+    const { head: recovered, events } = run(head, { type: "recover", fence: 2 });
+    const calls = recovered.turn!.calls;
+    expect(calls.map((c) => [c.toolCallId, c.status, c.attempts])).toEqual([
+      ["r", "pending", 1],
+      ["w", "outcome_unknown", 1],
+    ]);
+    expect(events).toContain("session_recovered");
+    expect(dueSteps(recovered)).toEqual([{ kind: "CallTool", turnId: "turn-1", toolCallId: "r", notBefore: null }]);
+  });
+
+  it("retries a read with backoff and fails it after three attempts", () => {
+    let { head } = run(fresh(), message(1, "go"), toolCalls(["r", "read", false]));
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      head = run(head, { type: "calls_started", toolCallIds: ["r"] }, {
+        type: "call_attempt_failed",
+        toolCallId: "r",
+        error: `down ${attempt}`,
+        now: 1_000,
+        retryDelayMs: 50,
+      }).head;
+      if (attempt < 3) expect(dueSteps(head)).toEqual([{ kind: "CallTool", turnId: "turn-1", toolCallId: "r", notBefore: 1_050 }]);
+    }
+    expect(head.turn?.calls[0]?.status).toBe("failed");
+    expect(head.turn?.calls[0]?.message).toBe("all 3 attempts failed; last error: down 3");
+    expect(head.turn?.phase).toBe("model");
+  });
+
+  it("fails a turn after the model's last attempt, leaves a note, and starts the queued turn", () => {
+    let { head } = run(fresh(), message(1, "first"), message(2, "second"));
+    expect(head.queue.map((q) => q.text)).toEqual(["second"]);
+    const failed = run(
+      head,
+      ...[1, 2].map((n): MachineInput => ({ type: "model_attempt_failed", error: `boom ${n}`, now: 0, maxAttempts: 2, retryDelayMs: 10 })),
+    );
+    head = failed.head;
+    expect(failed.events).toContain("turn_failed");
+    expect(failed.history.map((h) => h.display.role)).toEqual(["note", "user"]);
+    expect(failed.history[0]?.display.text).toMatch(/^\[previous turn failed\] The turn for the message "first" failed: the model step failed 2 time\(s\); last error: boom 2\nNo tool call ran in it\.$/);
+    expect(head.turn?.turnId).toBe("turn-2");
+    expect(head.turnCount).toBe(2);
+  });
+
+  it("fails a turn that exceeds its model steps", () => {
+    let { head } = run(fresh(), message(1, "loop"));
+    for (let i = 1; i <= 5; i++) {
+      head = run(head, toolCalls([`c${i}`, "read", false])).head;
+      if (head.turn?.phase !== "tools") break;
+      head = run(head, { type: "calls_started", toolCallIds: [`c${i}`] }, { type: "call_finished", toolCallId: `c${i}`, outcome: { status: "succeeded", output: "x" } }).head;
+    }
+    expect(head.turn?.phase).toBe("failed");
+    expect(head.turn?.error).toMatch(/limit of 5 model steps/);
+  });
+});

@@ -1,0 +1,30 @@
+import { runnerConformance, sessionConformance, storeConformance } from "@durable-agents/core/conformance";
+import { ScriptedRunner } from "@durable-agents/core/testing";
+import { afterEach, describe, it } from "vitest";
+import { MemoryStore, memoryRawReader } from "../src/index.js";
+
+storeConformance({ describe, it, afterEach }, async () => {
+  const store = new MemoryStore();
+  return { store, raw: memoryRawReader(store) };
+});
+
+let made: ScriptedRunner[] = [];
+runnerConformance(
+  { describe, it },
+  {
+    makeRunner: (tools) => {
+      const runner = new ScriptedRunner({ tools });
+      made.push(runner);
+      return runner;
+    },
+    modelCalls: () => made.reduce((sum, runner) => sum + runner.modelCalls, 0),
+  },
+);
+
+sessionConformance(
+  { describe, it, afterEach },
+  {
+    makeRunner: (tools) => new ScriptedRunner({ tools }),
+    makeStore: async () => ({ store: new MemoryStore() }),
+  },
+);
