@@ -154,11 +154,12 @@ export class OpenAIAgentsRunner implements Runner {
         if (!outcome) {
           throw new Error(`the saved run state waits for tool call "${callId ?? "?"}" (${item.toolName ?? ""}), but no outcome was recorded for it`);
         }
-        if (outcome.status === "rejected" || (outcome.status !== "succeeded" && !isJson(argumentsOf(item)))) {
-          // A rejection reaches the model as the person's message; a failure of a call whose
-          // arguments are not JSON as the recorded text (the SDK would replace it with its own).
+        if (outcome.status === "rejected") {
+          // The person's message reaches the model verbatim.
           state.reject(item, { message: outcome.text });
         } else {
+          // The gated copy returns the recorded text. (For arguments that are not JSON the SDK
+          // answers with its own parse-error text instead, without calling the copy.)
           state.approve(item);
         }
       }
@@ -279,20 +280,6 @@ function describeTool(entry: GraphTool): ToolDescription {
 function callIdOf(item: RunToolApprovalItem): string | undefined {
   const raw = item.rawItem as { callId?: string; id?: string };
   return raw.callId ?? raw.id;
-}
-
-function argumentsOf(item: RunToolApprovalItem): string {
-  const raw = item.rawItem as { arguments?: unknown };
-  return typeof raw.arguments === "string" ? raw.arguments : "";
-}
-
-function isJson(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function describeInvalid(error: unknown): string {

@@ -96,6 +96,7 @@ function structuredAnswer(schema: unknown, text: string): unknown {
 export class ScriptedModel implements Model {
   #calls = 0;
   #streamedCalls = 0;
+  readonly #usages: { inputTokens: number; outputTokens: number; totalTokens: number }[] = [];
   readonly #options: ScriptedModelOptions;
 
   constructor(options: ScriptedModelOptions = {}) {
@@ -105,6 +106,11 @@ export class ScriptedModel implements Model {
   /** Model calls made so far (streamed or not). */
   get calls(): number {
     return this.#calls;
+  }
+
+  /** The token counts reported for each call so far, in call order. */
+  get usages(): readonly { readonly inputTokens: number; readonly outputTokens: number; readonly totalTokens: number }[] {
+    return this.#usages;
   }
 
   /** Model calls made through `getStreamedResponse`. */
@@ -150,17 +156,23 @@ export class ScriptedModel implements Model {
     };
   }
 
+  #record(response: ModelResponse): ModelResponse {
+    const { inputTokens, outputTokens, totalTokens } = response.usage;
+    this.#usages.push({ inputTokens, outputTokens, totalTokens });
+    return response;
+  }
+
   async getResponse(request: ModelRequest): Promise<ModelResponse> {
     request.signal?.throwIfAborted();
     this.#calls++;
-    return this.respond(request);
+    return this.#record(this.respond(request));
   }
 
   async *getStreamedResponse(request: ModelRequest): AsyncIterable<StreamEvent> {
     request.signal?.throwIfAborted();
     this.#calls++;
     this.#streamedCalls++;
-    const response = this.respond(request);
+    const response = this.#record(this.respond(request));
     yield { type: "response_started" };
     const reasoning = this.#options.reasoningDeltas ?? 0;
     const itemCount = typeof request.input === "string" ? 1 : request.input.length;
