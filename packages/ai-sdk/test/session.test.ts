@@ -70,5 +70,28 @@ describe("aiSdkSession", () => {
       caught = error;
     }
     expect(InvalidInputError.isInstance(caught)).toBe(true);
+    const refusals = [
+      () => aiSdkSession({ name: "support", model: new ScriptedLanguageModel(), tools: undefined as never }),
+      () => definitionOf().runner.userItem("message", 42 as never),
+    ].map((build) => {
+      try {
+        build();
+        return "accepted";
+      } catch (error) {
+        return InvalidInputError.isInstance(error) ? "invalid_input" : String(error);
+      }
+    });
+    expect(refusals).toEqual(["invalid_input", "invalid_input"]);
+  });
+
+  it("builds user items and failure notes as SDK user messages", () => {
+    const runner = definitionOf().runner;
+    expect(runner.userItem("message", "hi")).toEqual({ item: { role: "user", content: "hi" }, display: { role: "user", text: "hi" } });
+    expect(runner.userItem("turn_failure_note", "[previous turn failed] x")).toEqual({
+      item: { role: "user", content: "[previous turn failed] x" },
+      display: { role: "note", text: "[previous turn failed] x" },
+    });
   });
 });
+
+const definitionOf = () => aiSdkSession({ name: "support", model: new ScriptedLanguageModel(), tools });
