@@ -48,6 +48,15 @@ export class NotificationListener {
     };
   }
 
+  /**
+   * The attempt to open the LISTEN connection that is under way, if any. The store lets its own
+   * statements wait for it, so a write made after `subscribe()` returned always wakes the
+   * subscriber when the database is reachable.
+   */
+  pending(): Promise<void> | null {
+    return this.connecting;
+  }
+
   /** Resolves once a LISTEN connection is up (immediately when it is). */
   listening(): Promise<void> {
     if (this.client || this.closed) return Promise.resolve();

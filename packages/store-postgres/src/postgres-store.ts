@@ -253,7 +253,9 @@ export class PostgresStore implements SessionStore {
   }
 
   /** Runs one of the store's statements as a named prepared statement (parsed once per connection). */
-  private run<Row extends QueryResultRow = QueryResultRow>(statement: Statement, values: unknown[]) {
+  private async run<Row extends QueryResultRow = QueryResultRow>(statement: Statement, values: unknown[]) {
+    const listening = this.listener.pending();
+    if (listening) await listening;
     return this.pool.query<Row>({ name: this.statementPrefix + statement, text: this.sql[statement], values });
   }
 }

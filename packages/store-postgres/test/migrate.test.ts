@@ -1,0 +1,72 @@
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { InvalidInputError } from "@durable-agents/core";
+import { PostgresStore, migrate, migrationSql, migrations } from "../src/index.js";
+import { head, newId, useDatabase } from "./helpers.js";
+
+const db = useDatabase("migrated_first");
+
+const tables = async (schema: string) =>
+  (
+    await db.pool.query(
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name",
+      [schema],
+    )
+  ).rows.map((row) => row.table_name);
+
+describe("migrate", () => {
+  it("creates the tables once and records every version", async () => {
+    expect(await tables("migrated_first")).toEqual(["events", "history", "inbox", "migrations", "sessions"]);
+    const recorded = await db.pool.query("SELECT version, name FROM migrated_first.migrations ORDER BY version");
+    expect(recorded.rows).toEqual(migrations.map(({ version, name }) => ({ version, name })));
+    expect(await migrate(db.pool, { schema: "migrated_first" })).toEqual({ applied: [] });
+  });
+
+  it("is safe to run from many connections at once", async () => {
+    const results = await Promise.all(Array.from({ length: 6 }, () => migrate(db.pool, { schema: "raced" })));
+    const versions = migrations.map((migration) => migration.version);
+    expect(results.filter((result) => result.applied.length > 0)).toEqual([{ applied: versions }]);
+    const recorded = await db.pool.query("SELECT count(*)::int AS n FROM raced.migrations");
+    expect(recorded.rows[0].n).toBe(migrations.length);
+    // The schema works.
+    const store = new PostgresStore({ pool: db.pool, schema: "raced" });
+    const id = newId();
+    await store.createSession({ head: head(id), events: [] });
+    expect((await store.loadSession(id))?.version).toBe(1);
+  });
+
+  it("refuses a schema name that is not a plain identifier, creating nothing", async () => {
+    for (const schema of ["Bad", "x; DROP TABLE y", "1abc", "a".repeat(51), ""]) {
+      await expect(migrate(db.pool, { schema })).rejects.toSatisfy(InvalidInputError.isInstance);
+      expect(() => new PostgresStore({ pool: db.pool, schema })).toThrow(/schema name/);
+    }
+    const found = await db.pool.query("SELECT count(*)::int AS n FROM pg_namespace WHERE nspname ILIKE '%drop%'");
+    expect(found.rows[0].n).toBe(0);
+  });
+
+  it("prints SQL that builds the same schema, and migrate then finds nothing to do", async () => {
+    const sql = migrationSql({ schema: "printed" });
+    expect(sql).toContain("CREATE TABLE printed.sessions");
+    await db.pool.query(sql);
+    expect(await tables("printed")).toEqual(["events", "history", "inbox", "migrations", "sessions"]);
+    expect(await migrate(db.pool, { schema: "printed" })).toEqual({ applied: [] });
+  });
+
+  it("has a command that prints the SQL", () => {
+    // The bin runs from dist: build it as the package is published, then run it.
+    const root = fileURLToPath(new URL("..", import.meta.url));
+    execFileSync(process.execPath, [fileURLToPath(import.meta.resolve("typescript/bin/tsc")), "-p", "tsconfig.build.json"], {
+      cwd: root,
+      stdio: "pipe",
+    });
+    const bin = `${root}/dist/print-sql.js`;
+    expect(execFileSync(process.execPath, [bin], { encoding: "utf8" })).toBe(migrationSql());
+    expect(execFileSync(process.execPath, [bin, "--schema", "cli_schema"], { encoding: "utf8" })).toBe(
+      migrationSql({ schema: "cli_schema" }),
+    );
+    expect(() => execFileSync(process.execPath, [bin, "--schema", "No"], { stdio: "pipe" })).toThrow(
+      /invalid schema name/,
+    );
+  }, 60_000);
+});
