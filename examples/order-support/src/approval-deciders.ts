@@ -19,7 +19,8 @@ export function approveAutomatically(how: string): ApprovalDecider {
   return async () => ({ approved: true, message: null, how });
 }
 
-export function rejectAutomatically(message: string, how: string): ApprovalDecider {
+/** `message`: what the model is told; null leaves the engine's default rejection text. */
+export function rejectAutomatically(message: string | null, how: string): ApprovalDecider {
   return async () => ({ approved: false, message, how });
 }
 

@@ -37,6 +37,8 @@ export type DemoDecision =
 interface ToolResult {
   readonly name: string;
   readonly text: string;
+  /** The `order_id` argument of the call this result answers, when it had one. */
+  readonly orderId: string | null;
 }
 
 export class OrderSupportDemoModel implements Model {
@@ -92,7 +94,10 @@ export function decideDemoResponse(request: Pick<ModelRequest, "input" | "tools"
     }
   }
   const userText = lastUser >= 0 ? userMessageText(items[lastUser]!) : "";
-  const results = items.slice(lastUser + 1).flatMap((item) => toolResult(item));
+  const turnItems = items.slice(lastUser + 1);
+  const calls = new Map<string, string>();
+  for (const item of turnItems) if ("type" in item && item.type === "function_call") calls.set(item.callId, item.arguments);
+  const results = turnItems.flatMap((item) => toolResult(item, calls));
   if (results.length > 0) return { kind: "text", text: answerFromResults(results) };
 
   const offered = new Set(request.tools.map((tool) => tool.name));
@@ -165,21 +170,34 @@ function userMessageText(item: AgentInputItem): string {
   return item.content.map((part) => (part.type === "input_text" ? part.text : "")).join("\n");
 }
 
-function toolResult(item: AgentInputItem): ToolResult[] {
+function toolResult(item: AgentInputItem, calls: ReadonlyMap<string, string>): ToolResult[] {
   if (!("type" in item) || item.type !== "function_call_result") return [];
   const output = item.output;
   let text: string;
   if (typeof output === "string") text = output;
   else if (Array.isArray(output)) text = output.map((part) => ("text" in part && typeof part.text === "string" ? part.text : "")).join("");
   else text = "text" in output && typeof output.text === "string" ? output.text : JSON.stringify(output);
-  return [{ name: item.name, text }];
+  return [{ name: item.name, text, orderId: orderIdOfArguments(calls.get(item.callId)) }];
 }
 
+function orderIdOfArguments(args: string | undefined): string | null {
+  if (args === undefined) return null;
+  try {
+    const parsed: unknown = JSON.parse(args);
+    const orderId = typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>).order_id : undefined;
+    return typeof orderId === "string" ? orderId : null;
+  } catch {
+    return null;
+  }
+}
+
+/** One sentence per result, naming the order; the result's text is quoted as it came back. */
 function answerFromResults(results: readonly ToolResult[]): string {
   return results
     .map((result) => {
-      if (result.name === "look_up_order") return `Here is what the order desk has: ${result.text}`;
-      if (result.name === "cancel_order") return `I asked the order desk to cancel the order. Its answer: ${result.text}`;
+      const order = result.orderId === null ? "the order" : `order ${result.orderId}`;
+      if (result.name === "look_up_order") return `I looked up ${order}: ${result.text}`;
+      if (result.name === "cancel_order") return `I asked to cancel ${order}: ${result.text}`;
       return `${result.name} answered: ${result.text}`;
     })
     .join("\n");

@@ -1,9 +1,11 @@
 /**
  * The order support agent: a plain Agents SDK agent with two function tools over an `OrderDesk`.
- * Both tools are built with `errorFunction: null`, so a thrown error (a `ToolExecutionError` from
- * the desk, or anything else) reaches the durable engine instead of being turned into text by the SDK.
+ * The tools are built with the adapter's `durableTool()`, which is the SDK's `tool()` with
+ * `errorFunction: null`: a thrown error (a `ToolExecutionError` from the desk, or anything else)
+ * reaches the durable engine instead of being turned into a fixed text by the SDK.
  */
-import { Agent, tool, type Model } from "@openai/agents";
+import { Agent, type Model } from "@openai/agents";
+import { durableTool } from "@durable-agents/openai-agents";
 import { z } from "zod";
 import type { OrderDesk } from "./order-desk.js";
 
@@ -16,21 +18,19 @@ export const orderSupportInstructions = [
 ].join(" ");
 
 export function createOrderSupportAgent(desk: OrderDesk, model: Model | string): Agent {
-  const lookUpOrder = tool({
+  const lookUpOrder = durableTool({
     name: "look_up_order",
     description: "Look up one order by its order ID and return its items and status.",
     parameters: z.object({ order_id: z.string().describe("The order ID, such as 1001") }),
-    errorFunction: null,
     execute: ({ order_id }) => desk.describeOrder(order_id),
   });
-  const cancelOrder = tool({
+  const cancelOrder = durableTool({
     name: "cancel_order",
     description: "Cancel one order that has not shipped yet.",
     parameters: z.object({
       order_id: z.string().describe("The order ID, such as 1002"),
       reason: z.string().describe("Why the customer wants to cancel"),
     }),
-    errorFunction: null,
     execute: ({ order_id, reason }) => desk.cancelOrder(order_id, reason),
   });
   return new Agent({

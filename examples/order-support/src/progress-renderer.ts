@@ -1,10 +1,11 @@
 /**
- * A compact terminal view of a session's events: one line per step with a status mark, model text
- * streamed under its RunModel step, and the outcome of each tool call.
+ * A compact terminal view of a session's events: one line per step with a status mark, the model's
+ * text streamed under its RunModel step, and what each step produced (the calls the model asked
+ * for, a call's outcome) on the step's own line.
  *
  * On a TTY (`live`), a running step's line is written at once and rewritten in place with its mark
- * when it ends. Otherwise a step's line is written when it ends, unless something else has to be
- * printed first (streamed text, a prompt, another step), in which case a "running" line comes first.
+ * when it ends. Otherwise a step's line is written when it ends, unless something has to be printed
+ * while it runs (streamed text, a prompt), in which case a "running" line comes first.
  */
 import type { SessionEvent, StepKind } from "@durable-agents/core";
 
@@ -22,12 +23,13 @@ export interface ProgressRendererOptions {
 interface RunningStep {
   readonly label: string;
   readonly startedAt: number;
-  readonly step: StepKind;
+}
+
+/** The line of a step that just ended, written without its newline so that what it produced can follow. */
+interface OpenTail {
   readonly turnId: string;
-  /** Calls the model asked for in this RunModel step, shown on its line. */
-  requested: string | null;
-  /** The outcome of this tool step's call, shown on its line. */
-  outcome: string | null;
+  readonly step: StepKind;
+  readonly toolCallId: string | undefined;
 }
 
 const maxShown = 100;
@@ -42,6 +44,7 @@ export class ProgressRenderer {
   #pending: string | null = null;
   /** Streamed text was written and its line is not ended yet. */
   #inText = false;
+  #tail: OpenTail | null = null;
 
   constructor(out: ProgressOutput, options: ProgressRendererOptions = {}) {
     this.#out = out;
@@ -58,7 +61,7 @@ export class ProgressRenderer {
         this.#stepStarted(event.data.turnId, event.data.step, event.data.toolCallId, event.data.attempt, Date.parse(event.at));
         break;
       case "step_completed":
-        this.#stepCompleted(event.data.turnId, event.data.step, event.data.toolCallId, event.data.status, event.data.detail, Date.parse(event.at));
+        this.#stepCompleted(event, Date.parse(event.at));
         break;
       case "text_delta":
         this.#text(event.data.text);
@@ -66,25 +69,19 @@ export class ProgressRenderer {
       case "tool_calls_requested": {
         for (const call of event.data.calls) this.#calls.set(call.toolCallId, `${call.name} ${shorten(call.arguments, 60)}`);
         const asked = event.data.calls.map((call) => this.#calls.get(call.toolCallId)).join(", ");
-        const model = [...this.#running.values()].find((step) => step.step === "RunModel" && step.turnId === event.data.turnId);
-        if (model) model.requested = asked;
-        else this.line(`  ${this.#paint("2", "↳")} asks for ${asked}`);
+        if (this.#tail?.step === "RunModel" && this.#tail.turnId === event.data.turnId) this.#out.write(`  → ${asked}`);
+        else this.line(`    ${this.#paint("2", "↳")} asks for ${asked}`);
         break;
       }
       case "tool_call_completed": {
-        const outcome = `${event.data.status}: ${shorten(event.data.text, maxShown)}`;
-        const toolStep = [...this.#running.entries()].find(
-          ([key, step]) => step.step !== "RunModel" && step.step !== "AwaitToolApproval" && key.endsWith(`\u0000${event.data.toolCallId}`),
-        );
-        if (toolStep) toolStep[1].outcome = outcome;
-        else this.line(`    ${this.#paint(event.data.status === "succeeded" ? "32" : "33", "↳")} ${event.data.name} ${outcome}`);
+        const text = shorten(event.data.text, maxShown);
+        if (this.#tail !== null && this.#tail.toolCallId === event.data.toolCallId) {
+          this.#out.write(` ${this.#paint("2", `→ ${text}`)}`);
+        } else {
+          this.line(`    ${this.#paint(event.data.status === "succeeded" ? "32" : "33", "↳")} ${event.data.name} ${event.data.status}: ${text}`);
+        }
         break;
       }
-      case "interrupt_resolved":
-        this.line(
-          `    ${this.#paint("2", "↳")} ${event.data.approved ? "approved" : "rejected"}${event.data.message ? `: ${event.data.message}` : ""}`,
-        );
-        break;
       case "turn_failed":
         this.line(`  ${this.#paint("31", "✗")} turn failed: ${event.data.error}`);
         break;
@@ -96,14 +93,18 @@ export class ProgressRenderer {
     }
   }
 
-  /** Prints a whole line, after ending any pending step line or streamed text. */
+  /** Prints a whole line, after ending any open line. */
   line(text: string): void {
     this.settle();
     this.#out.write(`${text}\n`);
   }
 
-  /** Ends any partial output, so that a prompt or another line starts on a fresh line. */
+  /** Ends any open line (streamed text, a step line), so that a prompt or another line starts fresh. */
   settle(): void {
+    if (this.#tail !== null) {
+      this.#out.write("\n");
+      this.#tail = null;
+    }
     if (this.#inText) {
       this.#out.write("\n");
       this.#inText = false;
@@ -121,36 +122,28 @@ export class ProgressRenderer {
     const key = stepKey(turnId, step, toolCallId);
     const call = toolCallId ? this.#calls.get(toolCallId) : undefined;
     const label = `${step}${call ? ` ${call}` : ""}${attempt > 1 ? ` (attempt ${attempt})` : ""}`;
-    this.#running.set(key, { label, startedAt: at, step, turnId, requested: null, outcome: null });
+    this.#running.set(key, { label, startedAt: at });
     this.#pending = key;
     if (this.#live) this.#out.write(`  ${this.#paint("36", "▸")} ${label}`);
   }
 
-  #stepCompleted(
-    turnId: string,
-    step: StepKind,
-    toolCallId: string | undefined,
-    status: "completed" | "failed",
-    detail: string | undefined,
-    at: number,
-  ): void {
+  #stepCompleted(event: Extract<SessionEvent, { type: "step_completed" }>, at: number): void {
+    const { turnId, step, toolCallId, status, detail } = event.data;
     const key = stepKey(turnId, step, toolCallId);
     const running = this.#running.get(key);
     this.#running.delete(key);
-    const label = running?.label ?? step;
     const mark = status === "completed" ? this.#paint("32", "✓") : this.#paint("31", "✗");
-    const parts = [`  ${mark} ${label}`];
-    if (running?.requested) parts.push(`→ ${running.requested}`);
-    if (running?.outcome) parts.push(`→ ${running.outcome}`);
-    if (detail) parts.push(this.#paint("2", shorten(detail, maxShown)));
-    if (running && Number.isFinite(at - running.startedAt)) parts.push(this.#paint("2", `(${Math.max(0, at - running.startedAt)} ms)`));
-    const text = parts.join("  ");
-    if (this.#pending === key && !this.#inText) {
+    let text = `  ${mark} ${running?.label ?? step}`;
+    if (detail) text += `  ${status === "failed" ? detail : this.#paint("2", shorten(detail, maxShown))}`;
+    if (running && Number.isFinite(at - running.startedAt)) text += `  ${this.#paint("2", `(${Math.max(0, at - running.startedAt)} ms)`)}`;
+    if (this.#pending === key && !this.#inText && this.#tail === null) {
       this.#pending = null;
-      this.#out.write(this.#live ? `\r\x1b[2K${text}\n` : `${text}\n`);
-      return;
+      this.#out.write(this.#live ? `\r\x1b[2K${text}` : text);
+    } else {
+      this.settle();
+      this.#out.write(text);
     }
-    this.line(text);
+    this.#tail = { turnId, step, toolCallId };
   }
 
   #text(text: string): void {

@@ -44,7 +44,7 @@ export async function runTerminalDemo(options: TerminalDemoOptions): Promise<Ter
         const interrupt = event.data.interrupt;
         renderer.settle();
         const decision = await options.decide(interrupt);
-        renderer.line(`  ? ${interrupt.toolName} ${interrupt.arguments} needs approval: ${decision.how}`);
+        renderer.line(`    ? ${interrupt.toolName} needs approval: ${decision.how}${decision.message ? ` ("${decision.message}")` : ""}`);
         try {
           await client.resolveInterrupt(sessionId, { interruptId: interrupt.interruptId, approved: decision.approved, message: decision.message });
         } catch (error) {

@@ -40,7 +40,7 @@ describe("the demo model's decisions", () => {
     );
     expect(decision).toEqual({
       kind: "text",
-      text: "I asked the order desk to cancel the order. Its answer: order 1001 has already shipped",
+      text: "I asked to cancel order 1001: order 1001 has already shipped",
     });
   });
 
@@ -91,7 +91,7 @@ describe("OrderSupportDemoModel", () => {
     const runner = new Runner({ tracingDisabled: true });
 
     const lookedUp = await runner.run(agent, "look up order 1001");
-    expect(lookedUp.finalOutput).toBe(`Here is what the order desk has: ${desk.describeOrder("1001")}`);
+    expect(lookedUp.finalOutput).toBe(`I looked up order 1001: ${desk.describeOrder("1001")}`);
 
     const streamed = await runner.run(agent, "cancel order 1002", { stream: true });
     let text = "";
@@ -100,7 +100,7 @@ describe("OrderSupportDemoModel", () => {
     }
     await streamed.completed;
     expect(streamed.finalOutput).toBe(
-      "I asked the order desk to cancel the order. Its answer: Order 1002 is now cancelled (reason: requested by the customer).",
+      "I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).",
     );
     expect(text).toBe(streamed.finalOutput);
     expect(desk.cancellations()).toEqual([{ orderId: "1002", reason: "requested by the customer" }]);

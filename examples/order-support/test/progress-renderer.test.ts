@@ -15,14 +15,17 @@ function render(events: SessionEvent[], live: boolean): string {
 }
 
 const turnId = "t1";
+const args1001 = '{"order_id":"1001"}';
+const args1002 = '{"order_id":"1002"}';
+// The order core commits them in: a step's events after its step_completed.
 const lookUpTurn: SessionEvent[] = [
   ev(0, { type: "turn_started", data: { turnId, text: "look up order 1001" } }),
   ev(1, { type: "step_started", data: { turnId, step: "RunModel", attempt: 1 } }),
-  ev(5, { type: "tool_calls_requested", data: { turnId, calls: [{ toolCallId: "c1", name: "look_up_order", arguments: '{"order_id":"1001"}' }] } }),
   ev(6, { type: "step_completed", data: { turnId, step: "RunModel", status: "completed" } }),
+  ev(6, { type: "tool_calls_requested", data: { turnId, calls: [{ toolCallId: "c1", name: "look_up_order", arguments: args1001 }] } }),
   ev(7, { type: "step_started", data: { turnId, step: "CallTool", toolCallId: "c1", attempt: 1 } }),
+  ev(9, { type: "step_completed", data: { turnId, step: "CallTool", toolCallId: "c1", status: "completed", detail: "succeeded" } }),
   ev(9, { type: "tool_call_completed", data: { turnId, toolCallId: "c1", name: "look_up_order", status: "succeeded", text: "Order 1001: shipped" } }),
-  ev(9, { type: "step_completed", data: { turnId, step: "CallTool", toolCallId: "c1", status: "completed" } }),
   ev(10, { type: "step_started", data: { turnId, step: "RunModel", attempt: 2 } }),
   ev(20, { type: "text_delta", data: { turnId, text: "Order 1001 " } }),
   ev(30, { type: "text_delta", data: { turnId, text: "has shipped." } }),
@@ -30,11 +33,11 @@ const lookUpTurn: SessionEvent[] = [
 ];
 
 describe("ProgressRenderer", () => {
-  it("writes one line per step, a running line only when text comes in between", () => {
+  it("writes one line per step with what it produced, and a running line only when text streams in between", () => {
     expect(render(lookUpTurn, false).split("\n")).toEqual([
       "› look up order 1001",
-      '  ✓ RunModel  → look_up_order {"order_id":"1001"}  (5 ms)',
-      '  ✓ CallTool look_up_order {"order_id":"1001"}  → succeeded: Order 1001: shipped  (2 ms)',
+      `  ✓ RunModel  (5 ms)  → look_up_order ${args1001}`,
+      `  ✓ CallTool look_up_order ${args1001}  succeeded  (2 ms) → Order 1001: shipped`,
       "  ▸ RunModel (attempt 2)",
       "    Order 1001 has shipped.",
       "  ✗ RunModel (attempt 2)  model timed out  (21 ms)",
@@ -43,9 +46,33 @@ describe("ProgressRenderer", () => {
   });
 
   it("rewrites a running step's line in place on a TTY", () => {
-    const out = render(lookUpTurn.slice(0, 4), true);
-    expect(out).toBe(
-      "› look up order 1001\n" + '  ▸ RunModel\r\x1b[2K  ✓ RunModel  → look_up_order {"order_id":"1001"}  (5 ms)\n',
+    expect(render(lookUpTurn.slice(0, 4), true)).toBe(
+      `› look up order 1001\n  ▸ RunModel\r\x1b[2K  ✓ RunModel  (5 ms)  → look_up_order ${args1001}\n`,
     );
+  });
+
+  it("keeps parallel tool steps apart and puts an outcome on its own line when its step's line is closed", () => {
+    const events: SessionEvent[] = [
+      ev(0, { type: "tool_calls_requested", data: { turnId, calls: [
+        { toolCallId: "c1", name: "look_up_order", arguments: args1001 },
+        { toolCallId: "c2", name: "look_up_order", arguments: args1002 },
+      ] } }),
+      ev(1, { type: "step_started", data: { turnId, step: "CallTool", toolCallId: "c1", attempt: 1 } }),
+      ev(1, { type: "step_started", data: { turnId, step: "CallTool", toolCallId: "c2", attempt: 1 } }),
+      ev(4, { type: "step_completed", data: { turnId, step: "CallTool", toolCallId: "c2", status: "completed", detail: "succeeded" } }),
+      ev(4, { type: "tool_call_completed", data: { turnId, toolCallId: "c2", name: "look_up_order", status: "succeeded", text: "Order 1002: processing" } }),
+      ev(6, { type: "step_completed", data: { turnId, step: "CallTool", toolCallId: "c1", status: "completed", detail: "succeeded" } }),
+      ev(7, { type: "step_started", data: { turnId, step: "ResumeTurn", attempt: 0 } }),
+      ev(7, { type: "tool_call_completed", data: { turnId, toolCallId: "c1", name: "look_up_order", status: "failed", text: "The tool call failed" } }),
+    ];
+    expect(render(events, false).split("\n")).toEqual([
+      `    ↳ asks for look_up_order ${args1001}, look_up_order ${args1002}`,
+      `  ▸ CallTool look_up_order ${args1001}`,
+      `  ✓ CallTool look_up_order ${args1002}  succeeded  (3 ms) → Order 1002: processing`,
+      `  ✓ CallTool look_up_order ${args1001}  succeeded  (5 ms)`,
+      "  ▸ ResumeTurn",
+      "    ↳ look_up_order failed: The tool call failed",
+      "",
+    ]);
   });
 });

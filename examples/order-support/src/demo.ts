@@ -1,0 +1,97 @@
+/**
+ * `pnpm demo`: one order support session in the terminal, on the embedded memory store.
+ *
+ *   node dist/demo.js [--yes | --reject "<message>"] [message ...]
+ *
+ * Without messages it runs "look up order 1001", then "cancel order 1002". The cancellation waits
+ * for approval: asked at the terminal on a TTY, approved automatically when stdin is not a TTY or
+ * with --yes, rejected with --reject.
+ */
+import { parseArgs } from "node:util";
+import { approveAutomatically, askOnTerminal, rejectAutomatically, type ApprovalDecider } from "./approval-deciders.js";
+import { orderSupportModelFromEnv } from "./order-support-model.js";
+import { startOrderSupportRuntime } from "./order-support-runtime.js";
+import { orderSupportAgentName } from "./order-support-session.js";
+import { ProgressRenderer } from "./progress-renderer.js";
+import { runTerminalDemo } from "./run-terminal-demo.js";
+
+const defaultConversation = ["look up order 1001", "cancel order 1002"];
+const usage = `usage: demo [--yes | --reject "<message>"] [--timeout <seconds>] [message ...]
+  --yes, -y           approve every tool call that needs approval
+  --reject <message>  reject every such call, telling the model <message>
+  --timeout <s>       give up after this many seconds (default 120)
+Without messages: ${defaultConversation.map((m) => `"${m}"`).join(", then ")}.`;
+
+async function main(): Promise<number> {
+  let args;
+  try {
+    args = parseArgs({
+      allowPositionals: true,
+      options: {
+        yes: { type: "boolean", short: "y" },
+        reject: { type: "string" },
+        timeout: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\n${usage}`);
+    return 2;
+  }
+  const { values, positionals } = args;
+  if (values.help) {
+    console.log(usage);
+    return 0;
+  }
+  if (values.yes && values.reject !== undefined) {
+    console.error(`--yes and --reject exclude each other\n${usage}`);
+    return 2;
+  }
+  const timeoutSeconds = Number(values.timeout ?? 120);
+  if (!(timeoutSeconds > 0)) {
+    console.error(`--timeout needs a positive number of seconds\n${usage}`);
+    return 2;
+  }
+  const messages = positionals.length > 0 ? positionals : defaultConversation;
+
+  let decide: ApprovalDecider;
+  if (values.reject !== undefined) decide = rejectAutomatically(values.reject.trim() === "" ? null : values.reject, "rejected (--reject)");
+  else if (values.yes) decide = approveAutomatically("approved (--yes)");
+  else if (process.stdin.isTTY) decide = askOnTerminal(process.stdin, process.stdout);
+  else decide = approveAutomatically("approved automatically (stdin is not a TTY)");
+
+  const choice = orderSupportModelFromEnv(process.env);
+  const live = process.stdout.isTTY === true;
+  const renderer = new ProgressRenderer({ write: (text) => process.stdout.write(text) }, { live, color: live && !process.env.NO_COLOR });
+  renderer.line(`order support demo (model: ${choice.description}; store: in memory)`);
+
+  const runtime = startOrderSupportRuntime({ model: choice.model });
+  const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
+  try {
+    const result = await runTerminalDemo({
+      client: runtime.client,
+      agent: orderSupportAgentName,
+      messages,
+      decide,
+      renderer,
+      signal: timeout,
+    });
+    const snapshot = await runtime.client.snapshot(result.sessionId);
+    const cancellations = runtime.desk.cancellations();
+    renderer.line(
+      `done: ${result.turns.length} turn(s), ${snapshot.usage.modelCalls} model call(s), ${snapshot.usage.totalTokens} tokens; ` +
+        `orders cancelled: ${cancellations.length === 0 ? "none" : cancellations.map((c) => c.orderId).join(", ")}`,
+    );
+    return result.turns.every((turn) => turn.status === "completed") ? 0 : 1;
+  } finally {
+    await runtime.stop();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,20 @@
+export { OrderDesk, type CancellationRecord, type Order, type OrderItem, type OrderStatus } from "./order-desk.js";
+export { createOrderSupportAgent, orderSupportInstructions } from "./order-support-agent.js";
+export { OrderSupportDemoModel, decideDemoResponse, type DemoDecision, type OrderSupportDemoModelOptions } from "./demo-model.js";
+export { orderSupportModelFromEnv, type OrderSupportModelChoice } from "./order-support-model.js";
+export { createOrderSupportSession, orderSupportAgentName, orderSupportPolicies } from "./order-support-session.js";
+export { startOrderSupportRuntime, type OrderSupportRuntime, type OrderSupportRuntimeOptions } from "./order-support-runtime.js";
+export { createOrderSupportServer, type OrderSupportServerOptions } from "./create-order-support-server.js";
+export { SessionTokens, type TokenCheck } from "./session-tokens.js";
+export { HttpError, httpErrorOf, type HttpErrorBody, type HttpErrorStatus } from "./http-errors.js";
+export { listen, type Listening } from "./listen.js";
+export type { OrderSupportClient } from "./session-client-port.js";
+export { ProgressRenderer, type ProgressOutput, type ProgressRendererOptions } from "./progress-renderer.js";
+export { runTerminalDemo, type TerminalDemoOptions, type TerminalDemoResult } from "./run-terminal-demo.js";
+export {
+  approveAutomatically,
+  askOnTerminal,
+  rejectAutomatically,
+  type ApprovalDecider,
+  type ApprovalDecision,
+} from "./approval-deciders.js";

@@ -1,0 +1,20 @@
+/**
+ * The durable session definition of the order support agent: `look_up_order` is a read (retried,
+ * no approval); `cancel_order` is a non-idempotent write (runs at most once, after a person approves).
+ */
+import type { Model } from "@openai/agents";
+import type { SessionDefinition, ToolPolicies } from "@durable-agents/core";
+import { openAIAgentsSession } from "@durable-agents/openai-agents";
+import type { OrderDesk } from "./order-desk.js";
+import { createOrderSupportAgent } from "./order-support-agent.js";
+
+export const orderSupportAgentName = "order-support";
+
+export const orderSupportPolicies: ToolPolicies = {
+  look_up_order: { effect: "read" },
+  cancel_order: { effect: "non_idempotent_write" },
+};
+
+export function createOrderSupportSession(desk: OrderDesk, model: Model | string): SessionDefinition {
+  return openAIAgentsSession(createOrderSupportAgent(desk, model), { name: orderSupportAgentName, policies: orderSupportPolicies });
+}

@@ -1,0 +1,88 @@
+/**
+ * A real order support server for tests: the memory store, a worker, core's client, the demo model
+ * and the Hono server listening on a loopback port. Requests go over real HTTP with fetch.
+ */
+import { randomUUID } from "node:crypto";
+import type { SessionSnapshot } from "@durable-agents/core";
+import { createOrderSupportServer } from "../../src/create-order-support-server.js";
+import { OrderSupportDemoModel } from "../../src/demo-model.js";
+import { listen, type Listening } from "../../src/listen.js";
+import { startOrderSupportRuntime, type OrderSupportRuntime } from "../../src/order-support-runtime.js";
+import { SessionTokens } from "../../src/session-tokens.js";
+
+export interface Harness {
+  readonly url: string;
+  readonly tokens: SessionTokens;
+  readonly runtime: OrderSupportRuntime;
+  request(method: string, path: string, options?: RequestOptions): Promise<Response>;
+  /** Starts a session over HTTP and returns its ID and token. */
+  startSession(message?: string): Promise<{ id: string; token: string }>;
+  /** Polls the snapshot route until `predicate` holds. */
+  waitFor(id: string, token: string, predicate: (snapshot: SessionSnapshot) => boolean, timeoutMs?: number): Promise<SessionSnapshot>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  readonly token?: string;
+  /** A value is sent as JSON; a string is sent as it is. */
+  readonly body?: unknown;
+  readonly headers?: Record<string, string>;
+}
+
+export interface HarnessOptions {
+  readonly maxTextChars?: number;
+  readonly maxBodyBytes?: number;
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const tokens = new SessionTokens(`test-key-${randomUUID()}`);
+  const runtime = startOrderSupportRuntime({ model: new OrderSupportDemoModel({ chunkSize: 12, chunkDelayMs: 2 }) });
+  const app = createOrderSupportServer({ client: runtime.client, tokens, ...options });
+  let listening: Listening;
+  try {
+    listening = await listen(app, { port: 0 });
+  } catch (error) {
+    await runtime.stop();
+    throw error;
+  }
+  const url = listening.url;
+
+  const request = (method: string, path: string, opts: RequestOptions = {}) => {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token !== undefined) headers["x-session-token"] = opts.token;
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+      headers["content-type"] ??= "application/json";
+    }
+    return fetch(`${url}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  };
+
+  return {
+    url,
+    tokens,
+    runtime,
+    request,
+    async startSession(message) {
+      const response = await request("POST", "/sessions", { body: message === undefined ? {} : { message } });
+      if (response.status !== 201) throw new Error(`POST /sessions answered ${response.status}: ${await response.text()}`);
+      const created = (await response.json()) as { session_id: string; session_token: string };
+      return { id: created.session_id, token: created.session_token };
+    },
+    async waitFor(id, token, predicate, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const response = await request("GET", `/sessions/${id}/snapshot`, { token });
+        if (response.status !== 200) throw new Error(`snapshot answered ${response.status}: ${await response.text()}`);
+        const snapshot = (await response.json()) as SessionSnapshot;
+        if (predicate(snapshot)) return snapshot;
+        if (Date.now() > deadline) throw new Error(`session ${id} did not reach the state in time: ${JSON.stringify(snapshot)}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+    async close() {
+      await listening.close();
+      await runtime.stop();
+    },
+  };
+}
