@@ -32,6 +32,8 @@ export interface PlannedCall {
   readonly arguments: string;
   readonly effect: ToolEffect;
   readonly needsApproval: boolean;
+  /** Set when the call cannot run at all (e.g. the model named a tool the agent does not have). */
+  readonly invalid?: string;
 }
 
 export type MachineInput =
@@ -352,7 +354,7 @@ class Draft {
     });
     calls.forEach((planned, index) => {
       const rule = policyTable[planned.effect];
-      const interruptId = planned.needsApproval ? `${turn.turnId}-${turn.modelSteps}-${index + 1}` : null;
+      const interruptId = planned.needsApproval && !planned.invalid ? `${turn.turnId}-${turn.modelSteps}-${index + 1}` : null;
       const call: ToolCallRecord = {
         toolCallId: planned.toolCallId,
         name: planned.name,
@@ -361,7 +363,7 @@ class Draft {
         effect: planned.effect,
         step: rule.step,
         needsApproval: planned.needsApproval,
-        status: planned.needsApproval ? "awaiting_approval" : "pending",
+        status: interruptId ? "awaiting_approval" : "pending",
         attempts: 0,
         maxAttempts: rule.maxAttempts,
         idempotencyKey: idempotencyKey(this.head.sessionId, turn.turnId, planned.toolCallId),
@@ -372,6 +374,15 @@ class Draft {
         message: null,
       };
       turn.calls.push(call);
+      if (planned.invalid) {
+        call.status = "failed";
+        call.message = planned.invalid;
+        this.events.push({
+          type: "tool_call_completed",
+          data: { turnId: turn.turnId, toolCallId: call.toolCallId, name: call.name, status: "failed", text: describeOutcome(call) },
+        });
+        return;
+      }
       if (interruptId) {
         const interrupt: Interrupt = {
           interruptId,

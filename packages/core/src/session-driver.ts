@@ -223,6 +223,7 @@ class SessionDriver {
     const head = this.head;
     const turn = head.turn!;
     const { runner, policies, tools, modelRetry } = this.definition;
+    const toolNames = new Set(tools.map((tool) => tool.name));
     const task = (async (): Promise<MachineInput | null> => {
       const history = [...(await this.loadHistory())];
       const coalescer = new DeltaCoalescer(turn.turnId, (events) => this.commitEvents(events), this.options.coalescing);
@@ -258,6 +259,7 @@ class SessionDriver {
               name: call.name,
               arguments: call.arguments,
               ...resolveCallPolicy(call.name, policies, tools, call.needsApproval),
+              ...(toolNames.has(call.name) ? {} : { invalid: `the agent has no tool named "${call.name}"` }),
             }))
           : [];
       return { type: "model_completed", result, calls };

@@ -148,3 +148,20 @@ describe("the session state machine", () => {
     expect(head.turn?.error).toMatch(/limit of 5 model steps/);
   });
 });
+
+describe("calls that cannot run", () => {
+  it("records a call to an unknown tool as failed without asking for approval, and still waits for the others", () => {
+    const head0 = newSessionHead("s1", "agent", "2026-11-29T00:00:00.000Z");
+    const { head } = run(head0, message(1, "go"), {
+      type: "model_completed",
+      result: { kind: "tool_calls", calls: [], runState: "state", usage },
+      calls: [
+        { toolCallId: "x", name: "no_such_tool", arguments: "{}", effect: "unclassified", needsApproval: true, invalid: "the agent has no tool named \"no_such_tool\"" },
+        { toolCallId: "y", name: "tool_y", arguments: "{}", effect: "read", needsApproval: false },
+      ],
+    });
+    expect(head.pendingInterrupts).toEqual([]);
+    expect(head.turn?.calls.map((c) => [c.toolCallId, c.status])).toEqual([["x", "failed"], ["y", "pending"]]);
+    expect(head.turn?.phase).toBe("tools");
+  });
+});
