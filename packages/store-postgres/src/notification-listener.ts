@@ -128,7 +128,8 @@ export class NotificationListener {
   };
 
   private scheduleRetry(grow: boolean): void {
-    if (this.closed || this.retryTimer) return;
+    // After the application ended its pool there is nothing to reconnect with.
+    if (this.closed || this.retryTimer || this.pool.ended) return;
     const delay = this.retryDelayMs;
     if (grow) this.retryDelayMs = Math.min(this.retryDelayMs * 2, this.heartbeatMs);
     this.retryTimer = setTimeout(() => this.connect(true), delay);

@@ -39,6 +39,9 @@ export interface PostgresStoreOptions {
 
 type Statement = keyof StoreSql;
 
+/** Keeps every NOTIFY payload (`events:<id>`) far below PostgreSQL's 8000-byte limit. */
+const MAX_SESSION_ID = 1000;
+
 /** PostgreSQL's unique_violation. */
 const UNIQUE_VIOLATION = "23505";
 
@@ -70,6 +73,9 @@ export class PostgresStore implements SessionStore {
   async createSession(session: NewSession): Promise<CommitResult> {
     const head = session?.head;
     checkHead(head, undefined);
+    if (head.sessionId.length > MAX_SESSION_ID) {
+      throw new InvalidInputError(`a session ID has at most ${MAX_SESSION_ID} characters`, ["head.sessionId"]);
+    }
     const events = checkEvents(session.events);
     const inbox = session.inbox;
     if (inbox !== undefined) {
@@ -239,6 +245,10 @@ export class PostgresStore implements SessionStore {
 
   subscribe(listener: (notification: StoreNotification) => void): () => void {
     if (typeof listener !== "function") throw new InvalidInputError("listener is a function");
+    // The LISTEN connection is kept out of the pool; with one connection nothing else could run.
+    if ((this.pool.options?.max ?? 10) < 2) {
+      throw new InvalidInputError("subscribe needs a pool of at least 2 connections", ["pool.options.max < 2"]);
+    }
     return this.listener.subscribe(listener);
   }
 

@@ -1,5 +1,3 @@
-import { execFileSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { InvalidInputError } from "@durable-agents/core";
 import { PostgresStore, migrate, migrationSql, migrations } from "../src/index.js";
@@ -53,20 +51,4 @@ describe("migrate", () => {
     expect(await migrate(db.pool, { schema: "printed" })).toEqual({ applied: [] });
   });
 
-  it("has a command that prints the SQL", () => {
-    // The bin runs from dist: build it as the package is published, then run it.
-    const root = fileURLToPath(new URL("..", import.meta.url));
-    execFileSync(process.execPath, [fileURLToPath(import.meta.resolve("typescript/bin/tsc")), "-p", "tsconfig.build.json"], {
-      cwd: root,
-      stdio: "pipe",
-    });
-    const bin = `${root}/dist/print-sql.js`;
-    expect(execFileSync(process.execPath, [bin], { encoding: "utf8" })).toBe(migrationSql());
-    expect(execFileSync(process.execPath, [bin, "--schema", "cli_schema"], { encoding: "utf8" })).toBe(
-      migrationSql({ schema: "cli_schema" }),
-    );
-    expect(() => execFileSync(process.execPath, [bin, "--schema", "No"], { stdio: "pipe" })).toThrow(
-      /invalid schema name/,
-    );
-  }, 60_000);
 });

@@ -1,5 +1,7 @@
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import type { StoreNotification } from "@durable-agents/core";
+import { PostgresStore } from "../src/index.js";
 import { created, delta, head, newId, useDatabase } from "./helpers.js";
 
 const db = useDatabase();
@@ -96,6 +98,20 @@ describe("subscribe", () => {
     await store.createSession({ head: head(id), events: [created()] });
     await first.waitFor((n) => n.kind === "events" && n.sessionId === id);
     await second.waitFor((n) => n.kind === "events" && n.sessionId === id);
+  });
+
+  it("refuses to subscribe on a pool of one connection, which the LISTEN connection would take", async () => {
+    const url = (db.pool.options as { connectionString: string }).connectionString;
+    const single = new pg.Pool({ connectionString: url, max: 1 });
+    try {
+      const store = new PostgresStore({ pool: single });
+      expect(() => store.subscribe(() => {})).toThrow(expect.objectContaining({ code: "invalid_input" }));
+      // The store still answers.
+      expect(await store.loadSession("none")).toBeNull();
+      await store.close();
+    } finally {
+      await single.end();
+    }
   });
 
   it("takes one connection from the pool for LISTEN and closes it on close()", async () => {

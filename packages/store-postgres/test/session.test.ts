@@ -100,7 +100,10 @@ describe("createSession and loadSession", () => {
     await expect(store.createSession({ head: { ...head(id), agent: "" }, events: [] })).rejects.toSatisfy(
       InvalidInputError.isInstance,
     );
+    const long = "x".repeat(1001);
+    await expect(store.createSession({ head: head(long), events: [] })).rejects.toSatisfy(InvalidInputError.isInstance);
     expect(await store.loadSession(id)).toBeNull();
+    expect(await store.loadSession(long)).toBeNull();
     await expect(store.readHistory(id, -1)).rejects.toSatisfy(InvalidInputError.isInstance);
     await expect(store.readEvents(id, 0, 0)).rejects.toSatisfy(InvalidInputError.isInstance);
     await expect(store.enqueue(id, { kind: "nope" } as never, null)).rejects.toSatisfy(InvalidInputError.isInstance);
