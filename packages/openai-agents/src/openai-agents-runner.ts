@@ -74,6 +74,25 @@ const SDK_DEFAULT_TOOL_ERROR = "An error occurred while running the tool. Please
 
 type Outcomes = ReadonlyMap<string, RecordedOutcome>;
 
+/** Approvals a nested agent-tool run stopped for, collected while `callTool` runs it. */
+const nestedApprovals = new AsyncLocalStorage<string[]>();
+const watchedAgentTools = new WeakSet<object>();
+
+/**
+ * An agent tool's nested run that stops for approval returns an empty output, which would be
+ * recorded as a success. Listening to the nested run's events (this makes the SDK stream it) is the
+ * public way to notice.
+ */
+function watchNestedApprovals(entry: GraphTool): void {
+  const tool = entry.tool as unknown as { on?: (name: string, handler: (event: { event: unknown }) => void) => unknown };
+  if (entry.kind !== "agent" || typeof tool.on !== "function" || watchedAgentTools.has(tool)) return;
+  watchedAgentTools.add(tool);
+  tool.on("run_item_stream_event", ({ event }) => {
+    const e = event as { name?: string; item?: { toolName?: string; rawItem?: { name?: string } } };
+    if (e.name === "tool_approval_requested") nestedApprovals.getStore()?.push(e.item?.toolName ?? e.item?.rawItem?.name ?? "?");
+  });
+}
+
 export class OpenAIAgentsRunner implements Runner {
   readonly agent: Agent<any, any>;
   readonly #graph: AgentGraph;
@@ -110,6 +129,7 @@ export class OpenAIAgentsRunner implements Runner {
       ...(config.modelProvider !== undefined ? { modelProvider: config.modelProvider } : {}),
     };
     this.#descriptions = [...this.#graph.tools.values()].map((entry) => describeTool(entry));
+    for (const entry of this.#graph.tools.values()) watchNestedApprovals(entry);
   }
 
   tools(): readonly ToolDescription[] {
@@ -254,10 +274,22 @@ export class OpenAIAgentsRunner implements Runner {
     if (entry.kind === "agent") details["parentRunConfig"] = this.#nestedRunConfig;
     if (prepared) setFunctionToolPreparedInput(details, prepared);
     const invoke = () => invokeFunctionTool({ tool, runContext, input: input.arguments, details });
-    const output = entry.kind === "agent" ? await runOutsideToolCall(invoke) : await invoke();
-    if (entry.kind === "agent" && output === SDK_DEFAULT_TOOL_ERROR) {
-      throw new Error(`the nested run of agent tool "${input.name}" failed (the SDK hid the error behind its default tool error text)`);
+    if (entry.kind === "agent") {
+      // The nested run's tools must not see (and reuse) this call's idempotency key.
+      const approvals: string[] = [];
+      const output = await nestedApprovals.run(approvals, () => runOutsideToolCall(invoke));
+      if (approvals.length > 0) {
+        return {
+          status: "failed",
+          message: `the agent tool "${input.name}" stopped for an approval of ${approvals.map((n) => `"${n}"`).join(", ")} inside its nested run; approvals inside an agent tool are not supported`,
+        };
+      }
+      if (output === SDK_DEFAULT_TOOL_ERROR) {
+        throw new Error(`the nested run of agent tool "${input.name}" failed (the SDK hid the error behind its default tool error text)`);
+      }
+      return { status: "succeeded", output: typeof output === "string" ? output : JSON.stringify(output) ?? "" };
     }
+    const output = await invoke();
     return { status: "succeeded", output: typeof output === "string" ? output : JSON.stringify(output) ?? "" };
   }
 

@@ -65,6 +65,22 @@ describe("agent graphs", () => {
     expect(seenKeys).toEqual([undefined]); // the outer call's key does not leak to the nested tool
   });
 
+  it("an agent tool whose nested run fails or stops for approval does not record a silent success", async () => {
+    const broken = durableTool({ name: "broken", description: "Fails.", parameters: z.object({}), execute: () => { throw new Error("inner boom"); } });
+    const wipe = durableTool({ name: "wipe", description: "Wipes.", parameters: z.object({}), needsApproval: true, execute: () => "wiped" });
+    const helper = new Agent({ name: "helper", instructions: "Help.", tools: [broken, wipe] });
+    const runner = new OpenAIAgentsRunner(new Agent({ name: "front", tools: [helper.asTool({ toolName: "ask_helper", toolDescription: "Ask." })] }), { model: new ScriptedModel() });
+    const call = (nested: string) =>
+      callOnce(runner, "s", "t", { toolCallId: "c1", name: "ask_helper", arguments: JSON.stringify({ input: nested }), needsApproval: false });
+    const failed = await call("call broken {}");
+    expect(failed.status).toBe("outcome_unknown"); // the harness records a thrown error this way
+    expect(failed.text).toMatch(/nested run of agent tool "ask_helper" failed/);
+    const approval = await call("call wipe {}");
+    expect(approval.status).toBe("failed");
+    expect(approval.text).toMatch(/stopped for an approval of "wipe"/);
+    expect((await call("just talk")).output).toBe("You said: just talk");
+  });
+
   it("a tool input guardrail: runs in the tool call step, rejects or trips before the tool runs", async () => {
     const runs: string[] = [];
     const guardrailRuns: string[] = [];
