@@ -1,11 +1,10 @@
 import { defineConfig } from "vitest/config";
+import { sharedTestConfig } from "../../vitest.shared.js";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
+    ...sharedTestConfig(import.meta.dirname),
     // One private PostgreSQL for the run; each test file creates its own database on it.
     globalSetup: ["./src/testing/global-setup.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
   },
 });
