@@ -212,4 +212,44 @@ describe("OpenAIAgentsRunner", () => {
     expect(note.display).toEqual({ role: "note", text: "[previous turn failed] boom" });
     expect(scriptedInputFromItems([note.item, message.item] as never)).toEqual({ userText: "hi", toolResponses: 0, toolResults: [], failureNotesSeen: 1 });
   });
+
+  it("a retried step (same run state, same outcomes) gets the same answer", async () => {
+    const { runner, runs } = orderAgent();
+    const history = [runner.userItem("message", 'call look_up {"id":"1"}\nthen\ncall look_up {"id":"2"}')];
+    const first = await runner.runModel(input(runner, history, 0, null, []));
+    const again = await runner.runModel(input(runner, history, 0, null, []));
+    if (first.kind !== "tool_calls" || again.kind !== "tool_calls") throw new Error("expected tool calls");
+    expect(again.calls).toEqual(first.calls);
+    const outcomes = [await callOnce(runner, "s", "t", first.calls[0]!)];
+    const second = await runner.runModel(input(runner, history, 0, first.runState, outcomes));
+    const retried = await runner.runModel(input(runner, history, 0, first.runState, outcomes));
+    expect(retried).toEqual(second);
+    expect(runs).toHaveLength(1);
+  });
+
+  it("hands the application's context to instructions and tools, on the first step and on resume", async () => {
+    const { z } = await import("zod");
+    const { Agent } = await import("@openai/agents");
+    const { durableTool, OpenAIAgentsRunner } = await import("../src/index.js");
+    const { ScriptedModel } = await import("../src/testing/index.js");
+    const seen: string[] = [];
+    const whoAmI = durableTool({
+      name: "who_am_i",
+      description: "The tenant.",
+      parameters: z.object({}),
+      execute: (_args, context) => `tenant ${(context?.context as { tenant: string }).tenant}`,
+    });
+    const agent = new Agent<{ tenant: string }>({
+      name: "ctx",
+      instructions: (context) => {
+        seen.push(context.context.tenant);
+        return "Help.";
+      },
+      tools: [whoAmI],
+    });
+    const runner = new OpenAIAgentsRunner(agent, { model: new ScriptedModel(), context: { tenant: "acme" } });
+    const turn = await runTurn(runner, [], "call who_am_i {}");
+    expect(turn.text).toBe("Results: who_am_i -> tenant acme");
+    expect(seen).toEqual(["acme", "acme"]);
+  });
 });

@@ -3,6 +3,7 @@
  * scripted rules (`decideScriptedResponse`), so a retried step gets the same answer. It needs no
  * API key and counts its calls.
  */
+import { createHash } from "node:crypto";
 import type { AgentInputItem, Model, ModelRequest, ModelResponse, StreamEvent } from "@openai/agents";
 import { Usage } from "@openai/agents";
 import {
@@ -152,7 +153,7 @@ export class ScriptedModel implements Model {
     return {
       usage: new Usage({ requests: 1, inputTokens, outputTokens, totalTokens: inputTokens + outputTokens }),
       output,
-      responseId: `resp_${this.#calls}`,
+      responseId: `resp_${createHash("sha256").update(JSON.stringify(request.input)).digest("hex").slice(0, 16)}`,
     };
   }
 
