@@ -1,0 +1,88 @@
+/**
+ * Runs the built terminal demo as a real child process with stdin that is not a TTY, the way
+ * `pnpm demo` runs it in CI, and reads what it prints.
+ */
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const demo = fileURLToPath(new URL("../dist/demo.js", import.meta.url));
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function runDemo(args: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [demo, ...args], {
+      cwd: root,
+      // The demo model, whatever the environment says; no colours, so the text can be matched.
+      env: { ...process.env, ORDER_SUPPORT_MODEL: "demo", NO_COLOR: "1" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end();
+  });
+}
+
+/** The lines with a step mark, as "<mark> <step>" (tool name kept for tool steps). */
+function stepLines(stdout: string): string[] {
+  return stdout
+    .split("\n")
+    .flatMap((line) => {
+      const match = /^ {2}([✓✗]) (RunModel|CallTool|CallSingleAttemptTool|AwaitToolApproval|ResumeTurn)( (look_up_order|cancel_order))?/.exec(line);
+      return match ? [`${match[1]} ${match[2]}${match[4] ? ` ${match[4]}` : ""}`] : [];
+    });
+}
+
+describe("the terminal demo as a child process", () => {
+  it("runs the default conversation, approves automatically without a TTY, and prints each step and the answers", async () => {
+    const run = await runDemo([]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("› look up order 1001");
+    expect(run.stdout).toContain("› cancel order 1002");
+    expect(stepLines(run.stdout)).toEqual([
+      "✓ RunModel",
+      "✓ CallTool look_up_order",
+      "✓ ResumeTurn",
+      "✓ RunModel",
+      "✓ RunModel",
+      "✓ AwaitToolApproval cancel_order",
+      "✓ CallSingleAttemptTool cancel_order",
+      "✓ ResumeTurn",
+      "✓ RunModel",
+    ]);
+    expect(run.stdout).toContain("cancel_order needs approval: approved automatically (stdin is not a TTY)");
+    expect(run.stdout).toContain(
+      "◆ answer: I looked up order 1001: Order 1001 for Ada: 1 x mechanical keyboard (KB-87), 2 x USB-C cable (CB-02). Status: shipped.",
+    );
+    expect(run.stdout).toContain("◆ answer: I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).");
+    // The streamed text appears under its RunModel step before the answer line.
+    expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeGreaterThan(-1);
+    expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeLessThan(run.stdout.indexOf("◆ answer: I asked to cancel"));
+    expect(run.stdout).toMatch(/done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002/);
+  });
+
+  it("rejects with --reject, and the model is told why", async () => {
+    const run = await runDemo(["--reject", "I changed my mind", "cancel order 1002"]);
+    expect(run.code).toBe(0);
+    expect(stepLines(run.stdout)).toEqual(["✓ RunModel", "✓ AwaitToolApproval cancel_order", "✓ ResumeTurn", "✓ RunModel"]);
+    expect(run.stdout).toContain("◆ answer: I asked to cancel order 1002: I changed my mind");
+    expect(run.stdout).toContain("orders cancelled: none");
+  });
+
+  it("refuses contradictory flags with a usage message", async () => {
+    const run = await runDemo(["--yes", "--reject", "no"]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("--yes and --reject exclude each other");
+  });
+});

@@ -1,0 +1,5 @@
+import { ensureBuilt } from "./ensure-built.js";
+
+export default function setup(): void {
+  ensureBuilt();
+}
