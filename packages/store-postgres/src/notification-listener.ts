@@ -29,6 +29,7 @@ export class NotificationListener {
   private connecting: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private heartbeat: NodeJS.Timeout | null = null;
+  private beatInFlight = false;
   private retryDelayMs = 50;
   private closed = false;
   private waiters: (() => void)[] = [];
@@ -107,12 +108,26 @@ export class NotificationListener {
     if (reconnected) this.emit({ kind: "work" });
   }
 
+  /**
+   * A connection can die without an error reaching us (a machine or a network gone): a heartbeat
+   * that failed, or that is still unanswered when the next one is due, counts as a broken one.
+   */
   private beat(): void {
     const client = this.client;
     if (!client) return;
-    client.query("SELECT 1").catch(() => {
-      if (this.client === client) this.onBroken();
-    });
+    if (this.beatInFlight) {
+      this.onBroken();
+      return;
+    }
+    this.beatInFlight = true;
+    client.query("SELECT 1").then(
+      () => {
+        if (this.client === client) this.beatInFlight = false;
+      },
+      () => {
+        if (this.client === client) this.onBroken();
+      },
+    );
   }
 
   private readonly onNotification = (message: Notification): void => {
@@ -139,6 +154,7 @@ export class NotificationListener {
   private drop(): void {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
+    this.beatInFlight = false;
     const client = this.client;
     this.client = null;
     if (client) this.discard(client);

@@ -1,3 +1,4 @@
+import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import type { StoreNotification } from "@durable-agents/core";
@@ -154,5 +155,54 @@ describe("subscribe", () => {
     const id = newId();
     await db.store().createSession({ head: head(id), events: [created()] });
     await waitFor((n) => n.kind === "events" && n.sessionId === id);
+  });
+
+  it("drops a LISTEN connection that stops answering (no error, no close) and opens a new one", async () => {
+    // A TCP proxy in front of PostgreSQL that can freeze the connections it carries, as a dead
+    // network does: nothing is closed, nothing answers.
+    const target = new URL((db.pool.options as { connectionString: string }).connectionString);
+    const carried: { client: Socket; server: Socket }[] = [];
+    const proxy = createServer((client) => {
+      const server = connect(Number(target.port), target.hostname);
+      client.pipe(server);
+      server.pipe(client);
+      client.on("error", () => {});
+      server.on("error", () => {});
+      carried.push({ client, server });
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const url = new URL(target);
+    url.port = String((proxy.address() as AddressInfo).port);
+    const proxied = new pg.Pool({ connectionString: url.toString(), max: 3 });
+    proxied.on("error", () => {});
+    try {
+      const store = new PostgresStore({ pool: proxied, pollIntervalMs: 200 });
+      const { seen, listener, waitFor } = recorder();
+      store.subscribe(listener);
+      await store.listening();
+      for (const { client, server } of carried) {
+        client.unpipe(server);
+        server.unpipe(client);
+        client.pause();
+        server.pause();
+      }
+      const frozen = carried.length;
+      // Two heartbeats later the silence counts as a broken connection; the new one says "work".
+      await waitFor((n) => n.kind === "work", 5000);
+      await store.listening();
+      expect(carried.length).toBeGreaterThan(frozen);
+      seen.length = 0;
+      const id = newId();
+      await db.store().createSession({ head: head(id), events: [created()] });
+      await waitFor((n) => n.kind === "events" && n.sessionId === id);
+      await store.close();
+    } finally {
+      for (const { client, server } of carried) {
+        client.destroy();
+        server.destroy();
+      }
+      await proxied.end();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 });
