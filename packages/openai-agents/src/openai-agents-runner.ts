@@ -30,6 +30,7 @@ import {
   type FunctionToolPreparedInput,
 } from "@openai/agents-core/utils/internal";
 import {
+  InvalidInputError,
   PolicyError,
   runOutsideToolCall,
   type CallToolInput,
@@ -115,7 +116,7 @@ export class OpenAIAgentsRunner implements Runner {
       );
     }
     const maxTurns = options.maxTurns ?? 100;
-    if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new PolicyError("maxTurns must be a positive integer");
+    if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new InvalidInputError("maxTurns must be a positive integer");
     this.#maxTurns = maxTurns;
     this.#context = options.context;
     this.#compact = options.compactRunState ?? true;

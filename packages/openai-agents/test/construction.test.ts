@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Agent, MCPServerStdio, handoff, shellTool, tool, webSearchTool } from "@openai/agents";
-import { PolicyError } from "@durable-agents/core";
+import { InvalidInputError, PolicyError } from "@durable-agents/core";
 import { durableTool, openAIAgentsSession, OpenAIAgentsRunner } from "../src/index.js";
 import { ScriptedModel } from "../src/testing/index.js";
 
@@ -74,6 +74,18 @@ describe("construction", () => {
     const shell = shellTool({ shell: { run: async () => ({ output: [] }) } });
     policyError(() => new OpenAIAgentsRunner(new Agent({ name: "a", tools: [shell] })), /local shell tool/);
     expect(() => new OpenAIAgentsRunner(new Agent({ name: "a", tools: [webSearchTool(), lookUp()] }))).not.toThrow();
+  });
+
+  it("rejects a maxTurns that is not a positive integer", () => {
+    for (const maxTurns of [0, 1.5, -3]) {
+      let error: unknown;
+      try {
+        new OpenAIAgentsRunner(new Agent({ name: "a" }), { maxTurns });
+      } catch (e) {
+        error = e;
+      }
+      expect(InvalidInputError.isInstance(error)).toBe(true);
+    }
   });
 
   it("refuses two agents of the graph with one name", () => {

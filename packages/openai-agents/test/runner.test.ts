@@ -252,4 +252,28 @@ describe("OpenAIAgentsRunner", () => {
     expect(turn.text).toBe("Results: who_am_i -> tenant acme");
     expect(seen).toEqual(["acme", "acme"]);
   });
+
+  it("a failing model call fails the step (for the engine to retry) and an aborted step stops", async () => {
+    const { Agent } = await import("@openai/agents");
+    const { OpenAIAgentsRunner } = await import("../src/index.js");
+    const { ScriptedModel } = await import("../src/testing/index.js");
+    const scripted = new ScriptedModel();
+    let failures = 1;
+    const flaky = {
+      getResponse: (request: never) => scripted.getResponse(request),
+      async *getStreamedResponse(request: never) {
+        if (failures-- > 0) throw new Error("503 from the provider");
+        yield* scripted.getStreamedResponse(request);
+      },
+    };
+    const runner = new OpenAIAgentsRunner(new Agent({ name: "a" }), { model: flaky });
+    const history = [runner.userItem("message", "hi")];
+    await expect(runner.runModel(input(runner, history, 0, null, []))).rejects.toThrow("503 from the provider");
+    const retried = await runner.runModel(input(runner, history, 0, null, []));
+    expect(retried.kind === "final" && retried.text).toBe("You said: hi");
+
+    const controller = new AbortController();
+    controller.abort(new Error("lease lost"));
+    await expect(runner.runModel({ ...input(runner, history, 0, null, []), signal: controller.signal })).rejects.toThrow();
+  });
 });
