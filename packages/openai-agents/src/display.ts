@@ -55,8 +55,21 @@ export function displayOf(raw: unknown): DisplayItem {
       };
     case "reasoning":
       return { role: "assistant", text: "" };
-    default:
+    default: {
+      // Calls of tools the SDK runs itself (shell, computer, apply-patch, ...) and their outputs.
+      const kind = typeof type === "string" ? type : "";
+      const callId = typeof item["callId"] === "string" ? (item["callId"] as string) : undefined;
+      if (callId && /_call$/.test(kind)) {
+        const action = item["action"] ?? item["operation"] ?? item["arguments"] ?? {};
+        return {
+          role: "assistant",
+          text: "",
+          toolCalls: [{ toolCallId: callId, name: String(item["name"] ?? kind), arguments: typeof action === "string" ? action : JSON.stringify(action) }],
+        };
+      }
+      if (callId && /_call_(output|result)$/.test(kind)) return { role: "tool", text: outputText(item["output"]), toolCallId: callId };
       return { role: "assistant", text: "" };
+    }
   }
 }
 
