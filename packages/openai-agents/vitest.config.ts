@@ -1,8 +1,4 @@
 import { defineConfig } from "vitest/config";
+import { sharedTestConfig } from "../../vitest.shared.js";
 
-export default defineConfig({
-  test: {
-    include: ["test/**/*.test.ts"],
-    testTimeout: 30_000,
-  },
-});
+export default defineConfig({ test: sharedTestConfig(import.meta.dirname) });
