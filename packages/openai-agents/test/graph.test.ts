@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { Agent, defineToolInputGuardrail, ToolGuardrailFunctionOutputFactory } from "@openai/agents";
+import { Agent, defineToolInputGuardrail, defineToolOutputGuardrail, ToolGuardrailFunctionOutputFactory } from "@openai/agents";
 import { currentToolCall, type HistoryItem } from "@durable-agents/core";
 import { durableTool, OpenAIAgentsRunner } from "../src/index.js";
 import { ScriptedModel } from "../src/testing/index.js";
@@ -120,6 +120,31 @@ describe("agent graphs", () => {
     const final = await runner.runModel({ sessionId: "s", turnId: "t", modelStep: 2, history, turnStart: 0, runState: step.runState, outcomes, signal: new AbortController().signal, emit: () => {} });
     expect(final.kind === "final" && final.text).toMatch(/reset_password -> The tool call failed: admins are off limits/);
     expect(guardrailRuns).toHaveLength(3); // the resumed step does not run them again
+  });
+
+  it("a tool output guardrail runs when the resumed step hands the recorded result to the model", async () => {
+    const checked: string[] = [];
+    const noSecrets = defineToolOutputGuardrail({
+      name: "no_secrets",
+      run: async ({ output }) => {
+        checked.push(String(output));
+        return String(output).includes("secret")
+          ? ToolGuardrailFunctionOutputFactory.rejectContent("the output was withheld")
+          : ToolGuardrailFunctionOutputFactory.allow();
+      },
+    });
+    const read = durableTool({
+      name: "read_note",
+      description: "Read a note.",
+      parameters: z.object({ id: z.string() }),
+      outputGuardrails: [noSecrets],
+      execute: ({ id }) => (id === "1" ? "the secret is 42" : "buy milk"),
+    });
+    const runner = new OpenAIAgentsRunner(new Agent({ name: "a", tools: [read] }), { model: new ScriptedModel() });
+    const turn = await runTurn(runner, [], 'call read_note {"id":"1"}\ncall read_note {"id":"2"}');
+    expect(turn.outcomes.map((o) => o.output)).toEqual(["the secret is 42", "buy milk"]);
+    expect(checked).toEqual(["the secret is 42", "buy milk"]);
+    expect(turn.text).toBe("Results: read_note -> the output was withheld | read_note -> buy milk");
   });
 
   it("an output type: the final text is the structured output as JSON", async () => {
