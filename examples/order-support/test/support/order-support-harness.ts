@@ -8,6 +8,7 @@ import { createOrderSupportServer } from "../../src/create-order-support-server.
 import { OrderSupportDemoModel } from "../../src/demo-model.js";
 import { listen, type Listening } from "../../src/listen.js";
 import { startOrderSupportRuntime, type OrderSupportRuntime } from "../../src/order-support-runtime.js";
+import type { OrderSupportClient } from "../../src/session-client-port.js";
 import { SessionTokens } from "../../src/session-tokens.js";
 
 export interface Harness {
@@ -32,12 +33,17 @@ export interface RequestOptions {
 export interface HarnessOptions {
   readonly maxTextChars?: number;
   readonly maxBodyBytes?: number;
+  readonly keepAliveMs?: number;
+  /** What the server gets instead of the runtime's client (for example, the client with an observer around it). */
+  readonly serverClient?: (client: OrderSupportClient) => OrderSupportClient;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const tokens = new SessionTokens(`test-key-${randomUUID()}`);
   const runtime = startOrderSupportRuntime({ model: new OrderSupportDemoModel({ chunkSize: 12, chunkDelayMs: 2 }) });
-  const app = createOrderSupportServer({ client: runtime.client, tokens, ...options });
+  const { serverClient, ...serverOptions } = options;
+  const client = serverClient ? serverClient(runtime.client) : runtime.client;
+  const app = createOrderSupportServer({ client, tokens, ...serverOptions });
   let listening: Listening;
   try {
     listening = await listen(app, { port: 0 });
