@@ -1,3 +1,4 @@
+import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { MaxTurnsExceededError } from "@openai/agents";
 import { ToolExecutionError, type HistoryItem, type ModelDelta, type RecordedOutcome, type RunModelInput, type Runner } from "@durable-agents/core";
@@ -175,7 +176,11 @@ describe("OpenAIAgentsRunner", () => {
       const turn = await runTurn(runner, history, script);
       const step = turn.steps[0]!.result;
       if (step.kind !== "tool_calls") throw new Error("expected tool calls");
-      expect(step.runState).not.toContain("x".repeat(500));
+      const envelope = JSON.parse(step.runState) as { p: number; z: string };
+      expect(envelope.p).toBe(history.length - turn.items.length); // every item up to and with the user item
+      const stored = gunzipSync(Buffer.from(envelope.z, "base64")).toString("utf8");
+      expect(stored).not.toContain("x".repeat(500));
+      expect(JSON.parse(stored).originalInput).toEqual([]);
       sizes.push(Buffer.byteLength(step.runState));
       expect(turn.text).toBe("Results: look_up -> order 1 is shipped");
     }
@@ -187,6 +192,8 @@ describe("OpenAIAgentsRunner", () => {
     const turn = await runTurn(full, history, script);
     const step = turn.steps[0]!.result;
     expect(step.kind === "tool_calls" && step.runState.includes("y".repeat(500))).toBe(true);
+    expect(turn.text).toBe("Results: look_up -> order 1 is shipped");
+    expect(step.kind === "tool_calls" && Buffer.byteLength(step.runState)).toBeGreaterThan(3 * sizes[0]!);
   });
 
   it("refuses to resume on a history that is not the one the run state was saved with", async () => {

@@ -1,0 +1,10 @@
+import { MCPServerStdio, shellTool, Agent } from '@openai/agents';
+import { webSearchTool } from '@openai/agents';
+const s = new MCPServerStdio({ name: 'files', fullCommand: 'node -e ""' });
+console.log('mcp ok', s.name);
+const a = new Agent({ name: 'x', mcpServers: [s] });
+console.log(a.mcpServers.length);
+const sh = shellTool({ shell: { run: async () => ({ output: [] }) } });
+console.log(sh.type, !!sh.shell);
+const w = webSearchTool();
+console.log(w.type, w.name);
