@@ -196,6 +196,9 @@ export class OpenAIAgentsRunner implements Runner {
       }),
     );
     await this.#outcomes.run(outcomes, () => drain(result, input.emit));
+    // A cancelled stream ends quietly; it must not look like a final answer.
+    input.signal.throwIfAborted();
+    if (result.cancelled) throw new Error("the model step was cancelled before it finished");
     const usage = stepUsage(result.rawResponses.slice(responsesBefore));
 
     const interruptions = result.interruptions ?? [];

@@ -282,5 +282,19 @@ describe("OpenAIAgentsRunner", () => {
     const controller = new AbortController();
     controller.abort(new Error("lease lost"));
     await expect(runner.runModel({ ...input(runner, history, 0, null, []), signal: controller.signal })).rejects.toThrow();
+
+    // Aborted while the model streams: the step fails, it does not end as an empty final answer.
+    const slow = {
+      getResponse: (request: never) => scripted.getResponse(request),
+      async *getStreamedResponse(request: { signal?: AbortSignal }) {
+        yield { type: "response_started" as const };
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        yield* scripted.getStreamedResponse(request as never);
+      },
+    };
+    const slowRunner = new OpenAIAgentsRunner(new Agent({ name: "a" }), { model: slow as never });
+    const midway = new AbortController();
+    setTimeout(() => midway.abort(new Error("lease lost midway")), 50);
+    await expect(slowRunner.runModel({ ...input(slowRunner, history, 0, null, []), signal: midway.signal })).rejects.toThrow();
   });
 });
