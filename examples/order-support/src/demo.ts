@@ -19,7 +19,7 @@ const defaultConversation = ["look up order 1001", "cancel order 1002"];
 const usage = `usage: demo [--yes | --reject "<message>"] [--timeout <seconds>] [message ...]
   --yes, -y           approve every tool call that needs approval
   --reject <message>  reject every such call, telling the model <message>
-  --timeout <s>       give up after this many seconds (default 120)
+  --timeout <s>       give up after this many seconds (default: 120 when nobody is asked, none otherwise)
 Without messages: ${defaultConversation.map((m) => `"${m}"`).join(", then ")}.`;
 
 async function main(): Promise<number> {
@@ -47,8 +47,10 @@ async function main(): Promise<number> {
     console.error(`--yes and --reject exclude each other\n${usage}`);
     return 2;
   }
-  const timeoutSeconds = Number(values.timeout ?? 120);
-  if (!(timeoutSeconds > 0)) {
+  const interactive = process.stdin.isTTY === true && !values.yes && values.reject === undefined;
+  // Nobody waits for a person's answer to time out; unattended runs stop after 120 s by default.
+  const timeoutSeconds = values.timeout !== undefined ? Number(values.timeout) : interactive ? null : 120;
+  if (timeoutSeconds !== null && !(timeoutSeconds > 0)) {
     console.error(`--timeout needs a positive number of seconds\n${usage}`);
     return 2;
   }
@@ -57,16 +59,20 @@ async function main(): Promise<number> {
   let decide: ApprovalDecider;
   if (values.reject !== undefined) decide = rejectAutomatically(values.reject.trim() === "" ? null : values.reject, "rejected (--reject)");
   else if (values.yes) decide = approveAutomatically("approved (--yes)");
-  else if (process.stdin.isTTY) decide = askOnTerminal(process.stdin, process.stdout);
+  else if (interactive) decide = askOnTerminal(process.stdin, process.stdout);
   else decide = approveAutomatically("approved automatically (stdin is not a TTY)");
 
   const choice = orderSupportModelFromEnv(process.env);
   const live = process.stdout.isTTY === true;
-  const renderer = new ProgressRenderer({ write: (text) => process.stdout.write(text) }, { live, color: live && !process.env.NO_COLOR });
+  const renderer = new ProgressRenderer({ write: (text) => process.stdout.write(text) }, {
+    live,
+    color: live && !process.env.NO_COLOR,
+    ...(process.stdout.columns ? { columns: process.stdout.columns } : {}),
+  });
   renderer.line(`order support demo (model: ${choice.description}; store: in memory)`);
 
   const runtime = startOrderSupportRuntime({ model: choice.model });
-  const timeout = AbortSignal.timeout(timeoutSeconds * 1000);
+  const timeout = timeoutSeconds === null ? undefined : AbortSignal.timeout(timeoutSeconds * 1000);
   try {
     const result = await runTerminalDemo({
       client: runtime.client,
@@ -74,7 +80,7 @@ async function main(): Promise<number> {
       messages,
       decide,
       renderer,
-      signal: timeout,
+      ...(timeout ? { signal: timeout } : {}),
     });
     const snapshot = await runtime.client.snapshot(result.sessionId);
     const cancellations = runtime.desk.cancellations();

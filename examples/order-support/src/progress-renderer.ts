@@ -18,6 +18,11 @@ export interface ProgressRendererOptions {
   readonly live?: boolean;
   /** ANSI colours. Default: same as `live`. */
   readonly color?: boolean;
+  /**
+   * Terminal width. In live mode a running step's line is cut to fit, since a wrapped line could
+   * not be rewritten in place.
+   */
+  readonly columns?: number;
 }
 
 interface RunningStep {
@@ -38,6 +43,7 @@ export class ProgressRenderer {
   readonly #out: ProgressOutput;
   readonly #live: boolean;
   readonly #color: boolean;
+  readonly #columns: number | undefined;
   readonly #running = new Map<string, RunningStep>();
   readonly #calls = new Map<string, string>();
   /** The step whose start line is pending: written without a newline (live) or not written yet. */
@@ -50,6 +56,7 @@ export class ProgressRenderer {
     this.#out = out;
     this.#live = options.live ?? false;
     this.#color = options.color ?? this.#live;
+    this.#columns = options.columns;
   }
 
   handle(event: SessionEvent): void {
@@ -124,7 +131,10 @@ export class ProgressRenderer {
     const label = `${step}${call ? ` ${call}` : ""}${attempt > 1 ? ` (attempt ${attempt})` : ""}`;
     this.#running.set(key, { label, startedAt: at });
     this.#pending = key;
-    if (this.#live) this.#out.write(`  ${this.#paint("36", "▸")} ${label}`);
+    if (this.#live) {
+      const room = this.#columns === undefined ? Infinity : Math.max(10, this.#columns - 5);
+      this.#out.write(`  ${this.#paint("36", "▸")} ${label.length > room ? `${label.slice(0, room - 1)}…` : label}`);
+    }
   }
 
   #stepCompleted(event: Extract<SessionEvent, { type: "step_completed" }>, at: number): void {

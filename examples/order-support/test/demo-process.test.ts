@@ -84,5 +84,8 @@ describe("the terminal demo as a child process", () => {
     const run = await runDemo(["--yes", "--reject", "no"]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("--yes and --reject exclude each other");
+    const badTimeout = await runDemo(["--timeout", "0"]);
+    expect(badTimeout.code).toBe(2);
+    expect(badTimeout.stderr).toContain("--timeout needs a positive number of seconds");
   });
 });

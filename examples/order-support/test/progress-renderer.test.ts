@@ -51,6 +51,14 @@ describe("ProgressRenderer", () => {
     );
   });
 
+  it("cuts a running line to the terminal width on a TTY, so it can be rewritten in place", () => {
+    let out = "";
+    const renderer = new ProgressRenderer({ write: (text) => (out += text) }, { live: true, color: false, columns: 30 });
+    renderer.handle(lookUpTurn[3]!);
+    renderer.handle(ev(40, { type: "step_started", data: { turnId, step: "CallTool", toolCallId: "c1", attempt: 1 } }));
+    expect(out).toBe(`    ↳ asks for look_up_order ${args1001}\n  ▸ CallTool look_up_order {…`);
+  });
+
   it("keeps parallel tool steps apart and puts an outcome on its own line when its step's line is closed", () => {
     const events: SessionEvent[] = [
       ev(0, { type: "tool_calls_requested", data: { turnId, calls: [
