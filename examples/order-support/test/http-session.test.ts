@@ -129,4 +129,19 @@ describe("an order support session over HTTP", () => {
     expect(done.turn?.calls.map((call) => call.status)).toEqual(["rejected"]);
     expect(harness.runtime.desk.cancellations()).toHaveLength(before);
   });
+
+  it("accepts a message sent twice with the same message_id once", async () => {
+    const { id, token } = await harness.startSession();
+    const send = () => harness.request("POST", `/sessions/${id}/messages`, { token, body: { text: "look up order 1001", message_id: "msg-1" } });
+    const first = await send();
+    const second = await send();
+    expect(first.status).toBe(202);
+    expect(second.status).toBe(202);
+    const [a, b] = (await Promise.all([first.json(), second.json()])) as { seq: number; duplicate: boolean }[];
+    expect(a).toMatchObject({ accepted: true, duplicate: false });
+    expect(b).toEqual({ accepted: true, seq: a!.seq, duplicate: true });
+    const done = await harness.waitFor(id, token, (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant");
+    expect(done.messages.filter((message) => message.role === "user")).toHaveLength(1);
+    expect(done.turnCount).toBe(1);
+  });
 });
