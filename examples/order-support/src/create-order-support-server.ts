@@ -114,8 +114,9 @@ export function createOrderSupportServer(options: OrderSupportServerOptions): Ho
   app.get("/sessions/:id/events", async (c) => {
     const sessionId = c.var.sessionId;
     const after = startCursor(c);
-    // Refuse an unknown session before the stream starts, so the caller gets a 404 and not an empty stream.
-    await client.snapshot(sessionId);
+    // Refuse an unknown session before the stream starts, so the caller gets a 404 and not an empty
+    // stream (one event at most: the cost does not grow with the session).
+    await client.readEvents(sessionId, { after, limit: 1 });
     return sseResponse(c, client, sessionId, after, keepAliveMs);
   });
 
