@@ -70,7 +70,7 @@ describe("worker processes sharing one database", () => {
   let pool: pg.Pool;
   let dir: string;
   const children: ChildProcess[] = [];
-  /** What the workers reported through their onError (printed, not asserted: see the README). */
+  /** What the workers reported through onError: printed, not asserted (the store is not what they report on). */
   const workerErrors: string[] = [];
 
   beforeAll(async () => {
