@@ -103,8 +103,11 @@ export class SessionClient {
     const dedupeKey = `resolution:${input.interruptId}`;
     const pending = stored.head.pendingInterrupts.some((i) => i.interruptId === input.interruptId);
     if (!pending) {
-      const known = stored.head.turn?.calls.some((call) => call.interruptId === input.interruptId) ?? false;
-      if (known) throw new DuplicateResolutionError(sessionId, input.interruptId);
+      // A decision for an interrupt of this or an earlier turn is in the inbox: it was resolved already.
+      const decided =
+        (stored.head.turn?.calls.some((call) => call.interruptId === input.interruptId && call.status !== "awaiting_approval") ?? false) ||
+        (await this.store.readInbox(sessionId, 0)).some((e) => e.kind === "resolution" && e.interruptId === input.interruptId);
+      if (decided) throw new DuplicateResolutionError(sessionId, input.interruptId);
       throw new InterruptNotFoundError(sessionId, input.interruptId);
     }
     const result = await this.store.enqueue(

@@ -523,6 +523,9 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       assert.equal(box.count("cancel_order"), 1, "the approval was applied once");
       await refuse("duplicate approval after it was applied", () => client.approve(sessionId, interruptId), DuplicateResolutionError.isInstance);
       assert.equal((await client.snapshot(sessionId)).version, done.version);
+      await client.sendMessage(sessionId, "next turn");
+      await client.waitFor(sessionId, (s) => s.turnCount === 2 && s.status === "idle");
+      await refuse("duplicate approval of an earlier turn's interrupt", () => client.approve(sessionId, interruptId), DuplicateResolutionError.isInstance);
     });
   });
 }
