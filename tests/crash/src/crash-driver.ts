@@ -1,0 +1,485 @@
+/**
+ * The driver of a crash run: it creates sessions through `SessionClient`, keeps worker processes
+ * alive, SIGKILLs them (and optionally restarts PostgreSQL) at random moments spread over the run's
+ * progress, approves or rejects interrupts as they appear, waits (bounded) until every session is at
+ * rest, then checks the invariants from the database.
+ */
+import pg from "pg";
+import {
+  DuplicateResolutionError,
+  DurableAgentsError,
+  InterruptNotFoundError,
+  SessionClient,
+  SessionStateError,
+  type SessionEvent,
+} from "@durable-agents/core";
+import { migrate, PostgresStore } from "@durable-agents/store-postgres";
+import type { PostgresServer } from "@durable-agents/store-postgres/testing";
+import { CRASH_AGENT } from "./crash-agent.js";
+import { createExecutionTable, EXECUTION_TABLE } from "./execution-log.js";
+import { checkInvariants, type InvariantStats } from "./invariants.js";
+import { loadRunData, type RunData } from "./run-data.js";
+import { planSessions, type PlannedSession } from "./session-plan.js";
+import { WorkerFleet, type WorkerLife } from "./worker-fleet.js";
+
+export interface CrashRunOptions {
+  /** An empty database of the run's own. */
+  readonly databaseUrl: string;
+  /** The server, when the run restarts PostgreSQL (`restarts > 0`). */
+  readonly server?: PostgresServer;
+  readonly sessions: number;
+  readonly workers: number;
+  /** SIGKILLs, spread over the run's progress. */
+  readonly kills: number;
+  /** PostgreSQL restarts, spread over the run's progress. Default 0. */
+  readonly restarts?: number;
+  /** Seed of the plan (scripts, decisions). Default 1. */
+  readonly seed?: number;
+  /** Sessions are started evenly over this many ms. Default 0 (all at once). */
+  readonly spreadMs?: number;
+  readonly maxTurns?: number;
+  readonly leaseTtlMs?: number;
+  readonly pollIntervalMs?: number;
+  /** Chance that one tool execution fails. Default 0.2. */
+  readonly failureRate?: number;
+  readonly workerConcurrency?: number;
+  /** Bound of the whole run until every session is at rest. */
+  readonly timeoutMs: number;
+  /** Every execution must have recorded its end (runs without kills and restarts). */
+  readonly requireFinishedExecutions?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+export interface CrashRunCounts {
+  sessions: number;
+  turns: number;
+  workersStarted: number;
+  kills: number;
+  restarts: number;
+  messagesAccepted: number;
+  /** Message sends retried after a lost answer whose first try had been accepted. */
+  messagesAcceptedOnRetry: number;
+  /** Deliberate second sends of a message ID, refused as duplicates. */
+  duplicateMessagesRefused: number;
+  approvalsSent: number;
+  rejectionsSent: number;
+  /** Decisions retried after a lost answer and refused with DuplicateResolutionError: the first try had landed. */
+  decisionsAcceptedOnRetry: number;
+  /** Deliberate second decisions, refused with DuplicateResolutionError (or InterruptNotFoundError once the turn moved on). */
+  duplicateDecisionsRefused: number;
+  /** Client calls that failed because the database was away, and were retried. */
+  transientClientErrors: number;
+  /** Error lines the worker processes reported (lost leases, connections), by kind of message. */
+  workerErrors: Record<string, number>;
+  durationMs: number;
+}
+
+export interface CrashRunResult {
+  readonly violations: string[];
+  readonly counts: CrashRunCounts;
+  readonly stats: InvariantStats;
+  readonly workers: readonly WorkerLife[];
+  readonly plan: readonly PlannedSession[];
+  /** What the run left in the database, as the checks read it. */
+  readonly data: RunData;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A failure that is not the client's typed answer: the database was away. Retried. */
+const isTransient = (error: unknown) => !DurableAgentsError.isInstance(error);
+
+interface Tracker {
+  readonly plan: PlannedSession;
+  cursor: number;
+  turnsEnded: number;
+  readonly seenInterrupts: Set<string>;
+  readonly waiters: { turns: number; resolve: () => void }[];
+}
+
+function messageKind(line: string): string {
+  try {
+    const parsed = JSON.parse(line) as { kind?: string; message?: string };
+    const message = (parsed.message ?? "").replace(/"[^"]*"/g, '"…"').replace(/\d+/g, "N");
+    return `${parsed.kind}: ${message}`.slice(0, 120);
+  } catch {
+    return line.slice(0, 120);
+  }
+}
+
+export async function runCrashScenario(options: CrashRunOptions): Promise<CrashRunResult> {
+  const log = options.log ?? (() => {});
+  const started = Date.now();
+  const deadline = started + options.timeoutMs;
+  const restarts = options.restarts ?? 0;
+  if (restarts > 0 && !options.server) throw new Error("a run with restarts needs the PostgreSQL server");
+  const violations: string[] = [];
+  const counts: CrashRunCounts = {
+    sessions: options.sessions,
+    turns: 0,
+    workersStarted: 0,
+    kills: 0,
+    restarts: 0,
+    messagesAccepted: 0,
+    messagesAcceptedOnRetry: 0,
+    duplicateMessagesRefused: 0,
+    approvalsSent: 0,
+    rejectionsSent: 0,
+    decisionsAcceptedOnRetry: 0,
+    duplicateDecisionsRefused: 0,
+    transientClientErrors: 0,
+    workerErrors: {},
+    durationMs: 0,
+  };
+  const plan = planSessions({
+    sessions: options.sessions,
+    seed: options.seed ?? 1,
+    spreadMs: options.spreadMs ?? 0,
+    maxTurns: options.maxTurns ?? 3,
+  });
+  const totalTurns = plan.reduce((sum, session) => sum + session.turns.length, 0);
+  counts.turns = totalTurns;
+
+  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 12, connectionTimeoutMillis: 5000 });
+  pool.on("error", () => {});
+  await migrate(pool);
+  await createExecutionTable(pool);
+  const store = new PostgresStore({ pool, pollIntervalMs: 500 });
+  const client = new SessionClient({ store, agents: [CRASH_AGENT] });
+  const fleet = new WorkerFleet({
+    databaseUrl: options.databaseUrl,
+    leaseTtlMs: options.leaseTtlMs ?? 1500,
+    pollIntervalMs: options.pollIntervalMs ?? 100,
+    failureRate: options.failureRate ?? 0.2,
+    ...(options.workerConcurrency ? { concurrency: options.workerConcurrency } : {}),
+    onWorkerError: (line) => {
+      const kind = messageKind(line);
+      counts.workerErrors[kind] = (counts.workerErrors[kind] ?? 0) + 1;
+    },
+  });
+
+  /** Runs a client call until it answers, retrying while the database is away (bounded by the deadline). */
+  async function retrying<T>(what: string, call: (attempt: number) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call(attempt);
+      } catch (error) {
+        if (!isTransient(error) || Date.now() > deadline) throw error;
+        counts.transientClientErrors += 1;
+        if (attempt % 20 === 0) log(`still retrying ${what}: ${(error as Error).message}`);
+        await sleep(Math.min(1000, 25 * attempt));
+      }
+    }
+  }
+
+  const trackers = new Map<string, Tracker>(
+    plan.map((session) => [session.sessionId, { plan: session, cursor: 0, turnsEnded: 0, seenInterrupts: new Set(), waiters: [] }]),
+  );
+  let turnsEnded = 0;
+  const progressListeners = new Set<() => void>();
+  /** Resolves on the next turn that ends, or after `ms`. */
+  const progress = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        progressListeners.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      progressListeners.add(done);
+    });
+  const finished = () => turnsEnded >= totalTurns;
+  let stopped = false;
+  const background: Promise<unknown>[] = [];
+
+  // --- Decisions -----------------------------------------------------------------------------
+  async function decide(sessionId: string, interruptId: string, args: string): Promise<void> {
+    let decision: unknown;
+    try {
+      decision = (JSON.parse(args) as { decision?: unknown }).decision;
+    } catch {
+      decision = undefined;
+    }
+    if (decision !== "approve" && decision !== "reject") {
+      violations.push(`${sessionId}: interrupt ${interruptId} is for a call the driver did not plan to need approval (${args})`);
+      return;
+    }
+    const approved = decision === "approve";
+    const input = { interruptId, approved, message: approved ? null : "rejected by the crash driver" };
+    try {
+      await retrying(`resolve ${interruptId}`, async (attempt) => {
+        try {
+          await client.resolveInterrupt(sessionId, input);
+        } catch (error) {
+          // A retry refused as a duplicate: the try whose answer was lost had been accepted.
+          if (attempt > 1 && DuplicateResolutionError.isInstance(error)) {
+            counts.decisionsAcceptedOnRetry += 1;
+            return;
+          }
+          throw error;
+        }
+      });
+      if (approved) counts.approvalsSent += 1;
+      else counts.rejectionsSent += 1;
+    } catch (error) {
+      violations.push(`${sessionId}: resolving ${interruptId} failed: ${(error as Error).message}`);
+      return;
+    }
+    // Some decisions are sent twice, as a double click would; the second must be refused.
+    if (Math.random() < 0.15) {
+      try {
+        await retrying(`resend ${interruptId}`, () => client.resolveInterrupt(sessionId, input));
+        violations.push(`${sessionId}: a second decision for ${interruptId} was accepted`);
+      } catch (error) {
+        if (DuplicateResolutionError.isInstance(error)) counts.duplicateDecisionsRefused += 1;
+        else if (InterruptNotFoundError.isInstance(error)) {
+          // Only right when the interrupt's turn has ended and a later one started.
+          const snapshot = await retrying("snapshot", () => client.snapshot(sessionId));
+          if (snapshot.turn && interruptId.startsWith(`${snapshot.turn.turnId}-`)) {
+            violations.push(`${sessionId}: a second decision for ${interruptId} of the current turn was answered "not found"`);
+          } else counts.duplicateDecisionsRefused += 1;
+        } else violations.push(`${sessionId}: a second decision for ${interruptId} failed: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  // --- Following the events ------------------------------------------------------------------
+  function onEvent(tracker: Tracker, event: SessionEvent): void {
+    if (event.type === "interrupt_created") {
+      const interrupt = event.data.interrupt;
+      if (tracker.seenInterrupts.has(interrupt.interruptId)) return;
+      tracker.seenInterrupts.add(interrupt.interruptId);
+      background.push(decide(tracker.plan.sessionId, interrupt.interruptId, interrupt.arguments));
+    } else if (event.type === "turn_completed" || event.type === "turn_failed") {
+      tracker.turnsEnded += 1;
+      turnsEnded += 1;
+      for (const waiter of tracker.waiters.filter((w) => tracker.turnsEnded >= w.turns)) {
+        tracker.waiters.splice(tracker.waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+      for (const listener of [...progressListeners]) listener();
+    }
+  }
+
+  async function readNewEvents(tracker: Tracker): Promise<void> {
+    for (;;) {
+      const events = await client.readEvents(tracker.plan.sessionId, { after: tracker.cursor, limit: 1000 });
+      for (const event of events) {
+        if (event.seq !== tracker.cursor + 1) {
+          violations.push(`${tracker.plan.sessionId}: readEvents after ${tracker.cursor} answered seq ${event.seq}`);
+        }
+        tracker.cursor = event.seq;
+        onEvent(tracker, event);
+      }
+      if (events.length < 1000) return;
+    }
+  }
+
+  const dirty = new Set<string>();
+  const active = new Set<string>();
+  let pumpWake: (() => void) | null = null;
+  const markDirty = (sessionId: string) => {
+    if (!active.has(sessionId)) return;
+    dirty.add(sessionId);
+    const wake = pumpWake;
+    pumpWake = null;
+    wake?.();
+  };
+  const unsubscribe = store.subscribe((notification) => {
+    if (notification.kind === "events") markDirty(notification.sessionId);
+    // After the LISTEN connection came back, notifications may have been lost.
+    else if (notification.kind === "work") for (const id of active) markDirty(id);
+  });
+
+  async function pump(): Promise<void> {
+    let lastSweep = Date.now();
+    while (!stopped) {
+      if (Date.now() - lastSweep > 1000) {
+        // Notifications can be lost (restarts): read every unfinished session now and then.
+        for (const id of active) dirty.add(id);
+        lastSweep = Date.now();
+      }
+      const batch = [...dirty];
+      dirty.clear();
+      if (batch.length === 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            pumpWake = null;
+            resolve();
+          }, 250);
+          pumpWake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        continue;
+      }
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: Math.min(6, batch.length) }, async () => {
+          while (next < batch.length) {
+            const tracker = trackers.get(batch[next++]!)!;
+            try {
+              await readNewEvents(tracker);
+            } catch (error) {
+              if (!isTransient(error)) throw error;
+              counts.transientClientErrors += 1;
+              dirty.add(tracker.plan.sessionId);
+            }
+            if (tracker.turnsEnded >= tracker.plan.turns.length) active.delete(tracker.plan.sessionId);
+          }
+        }),
+      );
+    }
+  }
+
+  function turnEnded(tracker: Tracker, turns: number): Promise<void> {
+    if (tracker.turnsEnded >= turns || stopped) return Promise.resolve();
+    return new Promise((resolve) => tracker.waiters.push({ turns, resolve }));
+  }
+
+  // --- Sessions --------------------------------------------------------------------------------
+  async function driveSession(tracker: Tracker): Promise<void> {
+    const { sessionId, turns, startAtMs } = tracker.plan;
+    await sleep(Math.max(0, started + startAtMs - Date.now()));
+    for (const turn of turns) {
+      if (turn.number === 1) {
+        await retrying(`start ${sessionId}`, async (attempt) => {
+          try {
+            await client.startSession({ agent: CRASH_AGENT, sessionId, message: turn.text, messageId: turn.messageId });
+          } catch (error) {
+            // The first try created it (with its first message, atomically) before its answer was lost.
+            if (attempt > 1 && SessionStateError.isInstance(error)) {
+              counts.messagesAcceptedOnRetry += 1;
+              return;
+            }
+            throw error;
+          }
+        });
+        active.add(sessionId);
+        markDirty(sessionId);
+      } else {
+        if (turn.send === "after") {
+          await turnEnded(tracker, turn.number - 1);
+          await sleep(Math.floor(Math.random() * 100));
+        }
+        if (stopped) return;
+        const result = await retrying(`message ${turn.messageId}`, async (attempt) => {
+          const sent = await client.sendMessage(sessionId, turn.text, { messageId: turn.messageId });
+          if (sent.duplicate && attempt === 1) violations.push(`${sessionId}: the first send of ${turn.messageId} was refused as a duplicate`);
+          return { ...sent, attempt };
+        });
+        if (result.duplicate) counts.messagesAcceptedOnRetry += 1;
+      }
+      counts.messagesAccepted += 1;
+      if (turn.resend) {
+        const again = await retrying(`resend ${turn.messageId}`, () => client.sendMessage(sessionId, turn.text, { messageId: turn.messageId }));
+        if (again.duplicate) counts.duplicateMessagesRefused += 1;
+        else violations.push(`${sessionId}: message ${turn.messageId} was accepted a second time`);
+      }
+    }
+  }
+
+  // --- Chaos: kills and restarts, spread over the progress of the run -------------------------
+  async function untilProgress(turns: number): Promise<void> {
+    while (turnsEnded < turns && !stopped) await progress(500);
+  }
+
+  async function chaos(): Promise<void> {
+    const actions: { at: number; kind: "kill" | "restart" }[] = [];
+    for (let i = 1; i <= options.kills; i++) actions.push({ at: (totalTurns * i) / (options.kills + 1), kind: "kill" });
+    for (let i = 1; i <= restarts; i++) actions.push({ at: (totalTurns * (i - 0.5)) / restarts, kind: "restart" });
+    actions.sort((a, b) => a.at - b.at);
+    for (const action of actions) {
+      await untilProgress(Math.floor(action.at));
+      if (stopped || finished()) break;
+      // A random moment after the milestone, so kills land anywhere in a step.
+      await sleep(Math.floor(Math.random() * 300));
+      if (finished()) break;
+      if (action.kind === "kill") {
+        // Prefer a worker that is inside a tool call right now, so that kills land mid-call.
+        const busy = await pool
+          .query<{ pid: number }>(`SELECT DISTINCT worker_pid AS pid FROM ${EXECUTION_TABLE} WHERE finished_at IS NULL AND worker_pid = ANY($1)`, [
+            fleet.pids,
+          ])
+          .then((r) => r.rows.map((row) => Number(row.pid)))
+          .catch(() => []);
+        const victim = await fleet.killRandom(busy);
+        counts.kills += 1;
+        log(`kill ${counts.kills}: worker ${victim.pid} after ${turnsEnded}/${totalTurns} turns`);
+      } else {
+        const at = Date.now();
+        await options.server!.restart({ mode: "fast" });
+        counts.restarts += 1;
+        log(`restart ${counts.restarts} of PostgreSQL took ${Date.now() - at} ms, after ${turnsEnded}/${totalTurns} turns`);
+      }
+    }
+  }
+
+  let result: CrashRunResult | undefined;
+  try {
+    await fleet.start(options.workers);
+    log(`${options.workers} workers ready; ${plan.length} sessions, ${totalTurns} turns planned`);
+    const pumping = pump().catch((error) => violations.push(`the event follower failed: ${(error as Error).message}`));
+    const chaosDone = chaos().catch((error) => violations.push(`the chaos loop failed: ${(error as Error).message}`));
+    const sessionsDone = Promise.all([...trackers.values()].map((tracker) => driveSession(tracker))).catch((error) =>
+      violations.push(`a session driver failed: ${(error as Error).message}`),
+    );
+    // Wait, bounded, until every turn ended.
+    const progressLog = setInterval(() => log(`${turnsEnded}/${totalTurns} turns ended, ${fleet.alive} workers`), 5000);
+    try {
+      while (!finished() && Date.now() < deadline) await progress(Math.min(500, deadline - Date.now()));
+    } finally {
+      clearInterval(progressLog);
+    }
+    if (!finished()) {
+      const stuck = [...trackers.values()].filter((t) => t.turnsEnded < t.plan.turns.length);
+      for (const tracker of stuck.slice(0, 20)) {
+        const snapshot = await client.snapshot(tracker.plan.sessionId).catch(() => null);
+        violations.push(
+          `${tracker.plan.sessionId}: hangs after ${options.timeoutMs} ms: ${tracker.turnsEnded}/${tracker.plan.turns.length} turns ended, ` +
+            `status ${snapshot?.status}, ${snapshot?.queuedMessages} queued, ${snapshot?.unappliedDecisions} unapplied decision(s)`,
+        );
+      }
+      if (stuck.length > 20) violations.push(`... and ${stuck.length - 20} more sessions hang`);
+    } else {
+      // Every session is at rest: idle, nothing queued, no decision unapplied.
+      for (const session of plan) {
+        const remaining = Math.max(1000, deadline - Date.now());
+        try {
+          const snapshot = await retrying("waitUntilIdle", () => client.waitUntilIdle(session.sessionId, { timeoutMs: remaining }));
+          if (snapshot.status !== "idle") violations.push(`${session.sessionId}: waits with status ${snapshot.status} at the end`);
+        } catch (error) {
+          violations.push(`${session.sessionId}: did not come to rest: ${(error as Error).message}`);
+        }
+      }
+    }
+    stopped = true;
+    for (const tracker of trackers.values()) for (const waiter of tracker.waiters.splice(0)) waiter.resolve();
+    await sessionsDone;
+    await chaosDone;
+    await Promise.all(background);
+    await pumping;
+    await fleet.stop();
+    for (const life of fleet.unexpectedExits) {
+      violations.push(`worker ${life.pid} exited by itself (${life.exit}) although nobody killed it`);
+    }
+    counts.workersStarted = fleet.lives.length;
+    const data = await retrying("load the run's rows", () => loadRunData(pool));
+    const checked = checkInvariants(data, {
+      plan,
+      workers: fleet.lives,
+      ...(options.requireFinishedExecutions ? { requireFinishedExecutions: true } : {}),
+    });
+    violations.push(...checked.violations);
+    counts.durationMs = Date.now() - started;
+    result = { violations, counts, stats: checked.stats, workers: fleet.lives, plan, data };
+  } finally {
+    stopped = true;
+    fleet.killAll();
+    unsubscribe();
+    await store.close().catch(() => {});
+    await pool.end().catch(() => {});
+  }
+  return result!;
+}

@@ -1,0 +1,79 @@
+/**
+ * The tools' own record of every execution, in a table of their own (`tool_executions`), written
+ * through their own pool: a row is inserted before the tool does its work and completed after it.
+ * The suites compare these rows with the store's events, so the record must not go through the store.
+ */
+import type pg from "pg";
+
+export const EXECUTION_TABLE = "tool_executions";
+
+export interface ExecutionStart {
+  readonly sessionId: string;
+  readonly turnId: string;
+  readonly tool: string;
+  readonly toolCallId: string;
+  readonly idempotencyKey: string;
+  readonly attempt: number;
+  readonly workerPid: number;
+  /** Epoch milliseconds, taken before the row is written. */
+  readonly startedAt: number;
+}
+
+/** How an execution ended: `ok`, a retryable `error`, or a `tool_error` the model sees. */
+export type ExecutionResult = "ok" | "error" | "tool_error";
+
+export interface ExecutionRow extends ExecutionStart {
+  readonly id: number;
+  /** Null when the worker died (or the database was away) before it could write the end. */
+  readonly finishedAt: number | null;
+  readonly result: ExecutionResult | null;
+}
+
+export async function createExecutionTable(pool: pg.Pool): Promise<void> {
+  await pool.query(`
+CREATE TABLE IF NOT EXISTS ${EXECUTION_TABLE} (
+  id bigserial PRIMARY KEY,
+  session_id text NOT NULL,
+  turn_id text NOT NULL,
+  tool text NOT NULL,
+  tool_call_id text NOT NULL,
+  idempotency_key text NOT NULL,
+  attempt integer NOT NULL,
+  worker_pid integer NOT NULL,
+  started_at double precision NOT NULL,
+  finished_at double precision,
+  result text
+)`);
+}
+
+/** Writes one execution's start; returns its row ID for `finish`. */
+export async function recordStart(pool: pg.Pool, start: ExecutionStart): Promise<number> {
+  const result = await pool.query<{ id: string }>(
+    `INSERT INTO ${EXECUTION_TABLE}
+       (session_id, turn_id, tool, tool_call_id, idempotency_key, attempt, worker_pid, started_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+    [start.sessionId, start.turnId, start.tool, start.toolCallId, start.idempotencyKey, start.attempt, start.workerPid, start.startedAt],
+  );
+  return Number(result.rows[0]!.id);
+}
+
+export async function recordFinish(pool: pg.Pool, id: number, finishedAt: number, result: ExecutionResult): Promise<void> {
+  await pool.query(`UPDATE ${EXECUTION_TABLE} SET finished_at = $2, result = $3 WHERE id = $1`, [id, finishedAt, result]);
+}
+
+export async function readExecutions(pool: pg.Pool): Promise<ExecutionRow[]> {
+  const result = await pool.query(`SELECT * FROM ${EXECUTION_TABLE} ORDER BY id`);
+  return result.rows.map((row) => ({
+    id: Number(row.id),
+    sessionId: row.session_id,
+    turnId: row.turn_id,
+    tool: row.tool,
+    toolCallId: row.tool_call_id,
+    idempotencyKey: row.idempotency_key,
+    attempt: Number(row.attempt),
+    workerPid: Number(row.worker_pid),
+    startedAt: Number(row.started_at),
+    finishedAt: row.finished_at === null ? null : Number(row.finished_at),
+    result: row.result,
+  }));
+}

@@ -1,0 +1,48 @@
+import type { CrashRunResult } from "./crash-driver.js";
+
+const list = (record: Record<string, number>) =>
+  Object.entries(record)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([key, value]) => `${key} ${value}`)
+    .join(", ") || "none";
+
+/** The counts of a run as a few readable lines, then every violation. */
+export function formatReport(result: CrashRunResult): string {
+  const { counts, stats, violations } = result;
+  const perWorker = Object.values(stats.executionsPerWorker);
+  const lines = [
+    `sessions ${stats.sessions}/${counts.sessions}, turns ${stats.turnsCompleted} completed + ${stats.turnsFailed} failed of ${counts.turns}, ` +
+      `duration ${(counts.durationMs / 1000).toFixed(1)} s`,
+    `workers started ${counts.workersStarted}, kills ${counts.kills} (${stats.killsMidCall} mid-call), PostgreSQL restarts ${counts.restarts}, ` +
+      `recoveries ${stats.recoveries}`,
+    `messages accepted ${counts.messagesAccepted} (${counts.messagesAcceptedOnRetry} on a retry), duplicates refused ${counts.duplicateMessagesRefused}`,
+    `decisions: ${counts.approvalsSent} approvals, ${counts.rejectionsSent} rejections (${counts.decisionsAcceptedOnRetry} retries answered ` +
+      `DuplicateResolutionError), ${counts.duplicateDecisionsRefused} double decisions refused`,
+    `executions per tool: ${list(stats.executionsPerTool)}; calls ${stats.calls}, ${stats.callsRunMoreThanOnce} ran more than once`,
+    `outcomes: ${list(stats.outcomes)}`,
+    `executions per worker: ${perWorker.length} workers, ${perWorker.join("/")}; sessions on several workers ${stats.sessionsOnSeveralWorkers}; ` +
+      `executions without a recorded end ${stats.executionsWithoutEnd}`,
+    `client calls retried while the database was away ${counts.transientClientErrors}; worker error lines: ${list(counts.workerErrors)}`,
+    violations.length === 0 ? "invariants: all hold" : `invariants: ${violations.length} violation(s)`,
+    ...summarizeViolations(violations),
+  ];
+  return lines.join("\n");
+}
+
+/** Violations grouped by kind (IDs, seqs and times blanked out), each kind with its count and first case. */
+export function summarizeViolations(violations: readonly string[]): string[] {
+  const kinds = new Map<string, { count: number; first: string }>();
+  for (const violation of violations) {
+    const kind = violation
+      .replace(/^[^:]+: /, "")
+      .replace(/call_[0-9a-f]+_\d+_\d+/g, "<call>")
+      .replace(/turn-\d+/g, "turn-N")
+      .replace(/\d+(\.\d+)?/g, "N");
+    const entry = kinds.get(kind);
+    if (entry) entry.count += 1;
+    else kinds.set(kind, { count: 1, first: violation });
+  }
+  return [...kinds.entries()]
+    .sort((a, b) => b[1].count - a[1].count)
+    .map(([kind, { count, first }]) => `  VIOLATION x${count}: ${kind}\n      e.g. ${first}`);
+}

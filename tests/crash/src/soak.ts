@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+/**
+ * The soak: `pnpm --filter @durable-agents/crash-tests soak -- --sessions 500 --workers 4 --kills 100
+ * --minutes 10 [--restarts 2] [--seed 7] [--database-url postgres://...]`. Sessions are started
+ * evenly over `--minutes`; kills and restarts are spread over the run's progress. Without a URL it
+ * starts a private PostgreSQL (and can then restart it). Prints the counts; exits 1 on any violation.
+ */
+import pg from "pg";
+import { startPostgres, type PostgresServer } from "@durable-agents/store-postgres/testing";
+import { runCrashScenario } from "./crash-driver.js";
+import { parseFlags } from "./flags.js";
+import { formatReport } from "./format-report.js";
+
+const flags = parseFlags(process.argv.slice(2), {
+  sessions: "500",
+  workers: "4",
+  kills: "100",
+  restarts: "0",
+  minutes: "10",
+  seed: "1",
+  "max-turns": "3",
+  "lease-ttl-ms": "1500",
+  "failure-rate": "0.2",
+  "timeout-minutes": "",
+  "database-url": "",
+});
+const number = (name: keyof typeof flags) => {
+  const value = Number(flags[name]);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`--${name} must be a non-negative number`);
+  return value;
+};
+const minutes = number("minutes");
+const timeoutMinutes = flags["timeout-minutes"] ? number("timeout-minutes") : minutes + 10;
+
+let server: PostgresServer | undefined;
+let databaseUrl = flags["database-url"];
+if (!databaseUrl) {
+  server = await startPostgres();
+  databaseUrl = server.connectionString;
+  process.stdout.write(`started a private PostgreSQL on port ${server.port}\n`);
+} else if (number("restarts") > 0) {
+  throw new Error("--restarts needs the soak's own PostgreSQL (leave out --database-url)");
+}
+// A database of the run's own, so that its checks see only its sessions.
+const name = `soak_${Date.now()}`;
+const admin = new pg.Client({ connectionString: databaseUrl });
+await admin.connect();
+await admin.query(`CREATE DATABASE ${name}`);
+await admin.end();
+const url = new URL(databaseUrl);
+url.pathname = `/${name}`;
+
+let exitCode = 1;
+try {
+  const result = await runCrashScenario({
+    databaseUrl: url.toString(),
+    ...(server ? { server } : {}),
+    sessions: number("sessions"),
+    workers: number("workers"),
+    kills: number("kills"),
+    restarts: number("restarts"),
+    seed: number("seed"),
+    maxTurns: number("max-turns"),
+    leaseTtlMs: number("lease-ttl-ms"),
+    failureRate: number("failure-rate"),
+    spreadMs: minutes * 60_000,
+    timeoutMs: timeoutMinutes * 60_000,
+    log: (line) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`),
+  });
+  process.stdout.write(`${formatReport(result)}\n`);
+  exitCode = result.violations.length === 0 ? 0 : 1;
+} finally {
+  if (server) await server.stop();
+  else {
+    const cleanup = new pg.Client({ connectionString: databaseUrl });
+    await cleanup.connect();
+    await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await cleanup.end();
+  }
+}
+process.exit(exitCode);

@@ -1,0 +1,43 @@
+/**
+ * The crash suite: 60 sessions on 3 worker processes, SIGKILLed at random moments (12 kills spread
+ * over the run's progress, each replaced at once), approvals and rejections sent as interrupts
+ * appear. Every invariant is then checked from the database.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "@durable-agents/store-postgres/testing";
+import { expectNoViolations, runAndReport } from "./support/run.js";
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await database?.drop();
+});
+
+describe("worker processes killed with SIGKILL", () => {
+  it("every session ends, no call runs more often than its effect allows, nothing is lost or applied twice", async () => {
+    const result = await runAndReport("crash", {
+      databaseUrl: database.connectionString,
+      sessions: 60,
+      workers: 3,
+      kills: 12,
+      spreadMs: 12_000,
+      seed: 11,
+      leaseTtlMs: 1500,
+      timeoutMs: 100_000,
+    });
+    expectNoViolations(result);
+    expect(result.counts.kills).toBeGreaterThanOrEqual(10);
+    expect(result.stats.sessions).toBe(60);
+    expect(result.stats.turnsCompleted + result.stats.turnsFailed).toBe(result.counts.turns);
+    // The scripts make some turns fail on purpose; they must fail explicitly, the rest complete.
+    expect(result.stats.turnsFailed).toBe(result.plan.flatMap((s) => s.turns).filter((t) => t.failsModel).length);
+    // The kills hit running work: a later worker took over calls a killed one had started.
+    expect(result.stats.recoveries).toBeGreaterThan(0);
+    expect(result.counts.approvalsSent).toBeGreaterThan(0);
+    expect(result.counts.rejectionsSent).toBeGreaterThan(0);
+    expect(result.stats.executionsPerTool.non_idempotent_write).toBeGreaterThan(0);
+    expect(result.stats.executionsPerTool.non_idempotent_write_auto).toBeGreaterThan(0);
+  }, 150_000);
+});
