@@ -1,0 +1,137 @@
+/**
+ * Growth: the workload's turn run on sessions whose history already holds 10, 100 or 1,000 items,
+ * one session at a time, with the time of each step and the bytes written per step.
+ */
+import { SessionClient, Worker, type SessionStore } from "@durable-agents/core";
+import { waitForIdleWorker } from "./durable-phase.js";
+import { rawHistory, rawTurnAtHistory } from "./raw-sdk-phase.js";
+import { StepClock } from "./step-clock.js";
+import { TurnFollower } from "./turn-follower.js";
+import { AGENT_NAME, makeDefinition, seedScript, stepsPerTurn, turnScript } from "./workload.js";
+import { summarize } from "./stats.js";
+
+export interface BytesMeter {
+  /** What bytes mean for this store. */
+  readonly unit: string;
+  start(sessionId: string): Promise<void>;
+  /** Bytes written, and commits (memory) or write transactions (PostgreSQL), since `start`. */
+  stop(sessionId: string): Promise<{ bytes: number; writes: number }>;
+}
+
+export interface GrowthLevel {
+  readonly historyItems: number;
+  readonly sessions: number;
+  readonly steps: number;
+  readonly medianMs: number;
+  readonly p99Ms: number;
+  readonly meanMs: number;
+  /** Bytes written per step (absent for the raw SDK reference). */
+  readonly bytesPerStep?: number;
+  /** Commits (memory) or write transactions (PostgreSQL) per step. */
+  readonly writesPerStep?: number;
+  /** Median ms per step minus the raw SDK's at the same history length: what durability adds. */
+  readonly overheadMs?: number;
+}
+
+export interface GrowthOptions {
+  readonly store: SessionStore;
+  readonly meter: BytesMeter;
+  readonly prefix: string;
+  readonly levels: readonly number[];
+  readonly sessionsPerLevel: number;
+  readonly toolCalls: number;
+}
+
+export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLevel[]> {
+  const { store, meter, prefix, toolCalls } = options;
+  const clock = new StepClock();
+  const { definition } = makeDefinition(clock);
+  const worker = new Worker({ store, sessions: [definition] }).start();
+  const client = new SessionClient({ store, agents: [AGENT_NAME] });
+  const steps = stepsPerTurn(toolCalls);
+  const levels: GrowthLevel[] = [];
+  try {
+    for (const items of options.levels) {
+      // Seed every session of the level at once (not measured), then measure them one by one. The
+      // first level has one more session, run first to warm up; it is not measured.
+      clock.enabled = false;
+      const extra = items === options.levels[0] ? 1 : 0;
+      const ids = Array.from({ length: options.sessionsPerLevel + extra }, (_, s) => `${prefix}-h${items}-s${s}`);
+      const seedTurns = seedTurnSizes(items);
+      const followers = new Map<string, TurnFollower>();
+      for (const sessionId of ids) {
+        await client.startSession({ agent: AGENT_NAME, sessionId, message: seedScript(`${sessionId}-p1`, seedTurns[0]!) });
+        for (let p = 1; p < seedTurns.length; p++) await client.sendMessage(sessionId, seedScript(`${sessionId}-p${p + 1}`, seedTurns[p]!));
+        followers.set(sessionId, new TurnFollower(client, sessionId));
+      }
+      await Promise.all(ids.map((id) => followers.get(id)!.turnEnd(`turn-${seedTurns.length}`, 300_000)));
+      await waitForIdleWorker(worker);
+      const measuredTurn = `turn-${seedTurns.length + 1}`;
+      clock.enabled = true;
+      const stepMs: number[] = [];
+      let bytes = 0;
+      let writes = 0;
+      for (const [index, sessionId] of ids.entries()) {
+        const stored = await store.loadSession(sessionId);
+        if (stored?.head.historyLength !== items) {
+          throw new Error(`session ${sessionId} has ${stored?.head.historyLength} history items, not ${items}`);
+        }
+        const measured = index >= extra;
+        clock.reset();
+        await meter.start(sessionId);
+        const start = performance.now();
+        await client.sendMessage(sessionId, turnScript(sessionId, seedTurns.length + 1, toolCalls));
+        const end = await followers.get(sessionId)!.turnEnd(measuredTurn);
+        await waitForIdleWorker(worker);
+        const written = await meter.stop(sessionId);
+        const times = clock.stepTimes(start, end, steps);
+        if (measured) {
+          stepMs.push(...times);
+          bytes += written.bytes;
+          writes += written.writes;
+        }
+      }
+      await Promise.all([...followers.values()].map((f) => f.stop()));
+      const summary = summarize(stepMs);
+      levels.push({
+        historyItems: items,
+        sessions: options.sessionsPerLevel,
+        steps: stepMs.length,
+        medianMs: summary.median,
+        p99Ms: summary.p99,
+        meanMs: summary.mean,
+        bytesPerStep: bytes / stepMs.length,
+        writesPerStep: writes / stepMs.length,
+      });
+    }
+    return levels;
+  } finally {
+    await worker.stop();
+  }
+}
+
+/** Seed turns of at most 100 items each (one response with up to 49 calls), adding up to `items`. */
+export function seedTurnSizes(items: number): number[] {
+  const sizes: number[] = [];
+  for (let left = items; left > 0; left -= Math.min(100, left)) sizes.push(Math.min(100, left));
+  return sizes;
+}
+
+/** The same turns on the raw SDK, for reference: how much of the growth is the SDK's own. */
+export async function runRawGrowth(levels: readonly number[], sessionsPerLevel: number, toolCalls: number): Promise<GrowthLevel[]> {
+  const out: GrowthLevel[] = [];
+  for (const items of levels) {
+    const stepMs: number[] = [];
+    const extra = items === levels[0] ? 1 : 0;
+    for (let s = 0; s < sessionsPerLevel + extra; s++) {
+      const key = `raw-h${items}-s${s}`;
+      const history = await rawHistory(seedTurnSizes(items).map((n, p) => seedScript(`${key}-p${p + 1}`, n)));
+      if (history.length !== items) throw new Error(`the raw seed made ${history.length} items, not ${items}`);
+      const times = await rawTurnAtHistory(history, key, toolCalls);
+      if (s >= extra) stepMs.push(...times);
+    }
+    const summary = summarize(stepMs);
+    out.push({ historyItems: items, sessions: sessionsPerLevel, steps: stepMs.length, medianMs: summary.median, p99Ms: summary.p99, meanMs: summary.mean });
+  }
+  return out;
+}

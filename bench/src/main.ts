@@ -1,0 +1,263 @@
+#!/usr/bin/env node
+/**
+ * `pnpm bench [--quick] [--pg-url <url>] [--out <file>]`: every phase in one run, so each figure is
+ * a ratio to a baseline measured seconds before on the same machine. Prints the table and writes
+ * the figures as JSON (default bench/results/latest.json, or latest-quick.json with --quick).
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { MemoryStore } from "@durable-agents/store-memory";
+import { PostgresStore, migrate } from "@durable-agents/store-postgres";
+import { startPostgres, type PostgresServer } from "@durable-agents/store-postgres/testing";
+import { runDurablePhase } from "./durable-phase.js";
+import { runGrowthPhase, runRawGrowth, type BytesMeter, type GrowthLevel } from "./growth-phase.js";
+import { machineInfo } from "./machine-info.js";
+import { MeasuringStore } from "./measuring-store.js";
+import { counterDelta, measureFloor, readCounters, serverInfo, type Counters } from "./postgres-probe.js";
+import { runRawSdkPhase } from "./raw-sdk-phase.js";
+import { judgeTargets, renderReport, type BenchResults, type StepFigures } from "./report.js";
+import { percentile, summarize } from "./stats.js";
+import { runThroughput, type ThroughputResult } from "./throughput-phase.js";
+import { stepsPerTurn, type WorkloadSize } from "./workload.js";
+import type { DurablePhaseResult } from "./durable-phase.js";
+import type { PhaseResult } from "./raw-sdk-phase.js";
+
+interface Sizes {
+  readonly overhead: WorkloadSize;
+  readonly floorRounds: number;
+  readonly growthSessions: number;
+  readonly throughput: { sessions: number; turns: number; concurrency: number };
+}
+
+const FULL: Sizes = {
+  overhead: { sessions: 20, turns: 5, toolCalls: 2, warmupSessions: 3 },
+  floorRounds: 300,
+  growthSessions: 6,
+  throughput: { sessions: 64, turns: 3, concurrency: 16 },
+};
+
+const QUICK: Sizes = {
+  overhead: { sessions: 4, turns: 3, toolCalls: 2, warmupSessions: 1 },
+  floorRounds: 100,
+  growthSessions: 2,
+  throughput: { sessions: 12, turns: 2, concurrency: 16 },
+};
+
+const GROWTH_LEVELS = [10, 100, 1000] as const;
+const PROCESS_COUNTS = [1, 2, 4] as const;
+
+interface Args {
+  readonly quick: boolean;
+  readonly pgUrl: string | undefined;
+  readonly out: string;
+}
+
+function parseArgs(argv: readonly string[]): Args {
+  let quick = false;
+  let pgUrl = process.env["BENCH_PG_URL"];
+  let out: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--") continue;
+    if (arg === "--quick") quick = true;
+    else if (arg === "--pg-url") pgUrl = argv[++i];
+    else if (arg === "--out") out = argv[++i];
+    else throw new Error(`unknown argument ${arg}; usage: bench [--quick] [--pg-url <postgres://...>] [--out <file.json>]`);
+  }
+  const results = resolve(dirname(fileURLToPath(import.meta.url)), "..", "results");
+  return { quick, pgUrl, out: resolve(out ?? resolve(results, quick ? "latest-quick.json" : "latest.json")) };
+}
+
+const log = (text: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${text}\n`);
+
+function figures(result: PhaseResult): StepFigures {
+  const s = summarize(result.stepMs);
+  return { steps: result.steps, medianMs: s.median, p99Ms: s.p99, meanMs: s.mean, wallMs: result.wallMs };
+}
+
+async function withDatabase<T>(adminUrl: string, body: (url: string) => Promise<T>): Promise<T> {
+  const name = `durable_agents_bench_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  try {
+    return await body(url.toString());
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
+  }
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const sizes = args.quick ? QUICK : FULL;
+  const started = performance.now();
+  const machine = machineInfo();
+  let server: PostgresServer | null = null;
+  if (!args.pgUrl) {
+    log("starting a private PostgreSQL (fsync on, synchronous_commit on)");
+    server = await startPostgres({ fsync: true });
+  }
+  try {
+    const results = await withDatabase(args.pgUrl ?? server!.connectionString, (url) => runAll(url, sizes, args, machine, started));
+    mkdirSync(dirname(args.out), { recursive: true });
+    writeFileSync(args.out, `${JSON.stringify(results, null, 2)}\n`);
+    process.stdout.write(`${renderReport(results)}\n\nFigures written to ${args.out}\n`);
+  } finally {
+    await server?.stop();
+  }
+}
+
+async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType<typeof machineInfo>, started: number): Promise<BenchResults> {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  pool.on("error", () => {});
+  const stores: PostgresStore[] = [];
+  try {
+    await migrate(pool);
+    await migrate(pool, { schema: "bench_growth" });
+    const server = await serverInfo(pool);
+    const size = sizes.overhead;
+
+    log(`(a) raw SDK: ${size.sessions} sessions x ${size.turns} turns x ${size.toolCalls} tool calls`);
+    const raw = await runRawSdkPhase(size);
+
+    log("(b) durable sessions on store-memory");
+    const memory: DurablePhaseResult = await runDurablePhase({ store: new MemoryStore(), size, prefix: "mem" });
+
+    log(`floor: ${sizes.floorRounds} committed single-row writes`);
+    const floor = await measureFloor(pool, sizes.floorRounds);
+
+    log("(c) durable sessions on store-postgres");
+    const pgStore = new PostgresStore({ pool });
+    stores.push(pgStore);
+    let before: Counters | null = null;
+    let after: Counters | null = null;
+    const postgres = await runDurablePhase({
+      store: pgStore,
+      size,
+      prefix: "pg",
+      around: {
+        before: async () => {
+          before = await readCounters(pool);
+        },
+        after: async () => {
+          after = await readCounters(pool);
+        },
+      },
+    });
+    const phaseDelta = counterDelta(before!, after!);
+
+    log(`growth on store-memory: history of ${GROWTH_LEVELS.join(", ")} items`);
+    const measuring = new MeasuringStore(new MemoryStore());
+    const memoryMeter: BytesMeter = {
+      unit: "bytes of JSON stored by the commits (head + appended history + events)",
+      start: async (sessionId) => measuring.reset(sessionId),
+      stop: async (sessionId) => {
+        const written = measuring.written(sessionId);
+        return { bytes: written.bytes, writes: written.commits };
+      },
+    };
+    const growthMemory = await runGrowthPhase({ store: measuring, meter: memoryMeter, prefix: "gm", levels: GROWTH_LEVELS, sessionsPerLevel: sizes.growthSessions, toolCalls: size.toolCalls });
+
+    log("growth on store-postgres");
+    const growthStore = new PostgresStore({ pool, schema: "bench_growth" });
+    stores.push(growthStore);
+    let growthStart: Counters | null = null;
+    const pgMeter: BytesMeter = {
+      unit: "WAL bytes (pg_current_wal_insert_lsn delta), the whole server",
+      start: async () => {
+        growthStart = await readCounters(pool);
+      },
+      stop: async () => {
+        const delta = counterDelta(growthStart!, await readCounters(pool));
+        return { bytes: delta.walBytes, writes: delta.writeTransactions };
+      },
+    };
+    const growthPostgres = await runGrowthPhase({ store: growthStore, meter: pgMeter, prefix: "gp", levels: GROWTH_LEVELS, sessionsPerLevel: sizes.growthSessions, toolCalls: size.toolCalls });
+
+    log("growth reference on the raw SDK");
+    const growthRaw = await runRawGrowth(GROWTH_LEVELS, sizes.growthSessions, size.toolCalls);
+
+    const runs: ThroughputResult[] = [];
+    for (const processes of PROCESS_COUNTS) {
+      log(`throughput: ${processes} worker process(es), ${sizes.throughput.sessions} sessions`);
+      runs.push(await runThroughput({ connectionString: url, processes, toolCalls: size.toolCalls, ...sizes.throughput }));
+    }
+
+    const rawFigures = figures(raw);
+    const memoryFigures = figures(memory);
+    const postgresFigures = figures(postgres);
+    const partial: Omit<BenchResults, "targets"> = {
+      generatedAt: new Date().toISOString(),
+      mode: args.quick ? "quick" : "full",
+      durationSeconds: (performance.now() - started) / 1000,
+      machine,
+      postgres: { ...server, server: args.pgUrl ? "given URL" : "private (startPostgres)" },
+      workload: {
+        stepDefinition: "a step is one model call or one tool call (ResumeTurn and approvals are bookkeeping, not counted)",
+        sessions: size.sessions,
+        turnsPerSession: size.turns,
+        toolCallsPerTurn: size.toolCalls,
+        stepsPerTurn: stepsPerTurn(size.toolCalls),
+        model: "ScriptedModel from @durable-agents/openai-agents/testing (3 streamed chunks per answer), no network",
+      },
+      overhead: {
+        rawSdk: rawFigures,
+        memory: memoryFigures,
+        postgres: postgresFigures,
+        ratios: {
+          memoryToRaw: memoryFigures.medianMs / rawFigures.medianMs,
+          postgresToRaw: postgresFigures.medianMs / rawFigures.medianMs,
+          memoryToRawP99: memoryFigures.p99Ms / rawFigures.p99Ms,
+          postgresToRawP99: postgresFigures.p99Ms / rawFigures.p99Ms,
+        },
+      },
+      floor: {
+        singleRowWrite: floor,
+        postgresStepToWrite: postgresFigures.medianMs / floor.median,
+        writeTransactionsPerStep: phaseDelta.writeTransactions / postgres.steps,
+        walBytesPerStep: phaseDelta.walBytes / postgres.steps,
+      },
+      growth: {
+        memory: minusRaw(growthMemory, growthRaw),
+        postgres: minusRaw(growthPostgres, growthRaw),
+        rawSdkReference: growthRaw,
+        bytesUnit: { memory: memoryMeter.unit, postgres: pgMeter.unit },
+      },
+      throughput: {
+        turnsPerSession: sizes.throughput.turns,
+        runs,
+        speedup2: runs[1]!.stepsPerSecond / runs[0]!.stepsPerSecond,
+        speedup4: runs[2]!.stepsPerSecond / runs[0]!.stepsPerSecond,
+      },
+      events: {
+        memory: { n: memory.eventLatencyMs.length, p50Ms: percentile(memory.eventLatencyMs, 0.5), p99Ms: percentile(memory.eventLatencyMs, 0.99) },
+        postgres: { n: postgres.eventLatencyMs.length, p50Ms: percentile(postgres.eventLatencyMs, 0.5), p99Ms: percentile(postgres.eventLatencyMs, 0.99) },
+      },
+    };
+    return { ...partial, targets: judgeTargets(partial) };
+  } finally {
+    for (const store of stores) await store.close();
+    await pool.end();
+  }
+}
+
+function minusRaw(levels: GrowthLevel[], raw: GrowthLevel[]): GrowthLevel[] {
+  return levels.map((level) => {
+    const reference = raw.find((r) => r.historyItems === level.historyItems);
+    return { ...level, overheadMs: reference ? level.medianMs - reference.medianMs : Number.NaN };
+  });
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,183 @@
+/** The benchmark's figures as one JSON document, the targets judged from them, and the printed table. */
+import type { MachineInfo } from "./machine-info.js";
+import type { ServerInfo } from "./postgres-probe.js";
+import type { Summary } from "./stats.js";
+import type { GrowthLevel } from "./growth-phase.js";
+import type { ThroughputResult } from "./throughput-phase.js";
+
+export interface StepFigures {
+  readonly steps: number;
+  readonly medianMs: number;
+  readonly p99Ms: number;
+  readonly meanMs: number;
+  readonly wallMs: number;
+}
+
+export interface Target {
+  readonly name: string;
+  readonly value: number;
+  readonly limit: string;
+  readonly met: boolean;
+}
+
+export interface BenchResults {
+  readonly generatedAt: string;
+  readonly mode: "full" | "quick";
+  readonly durationSeconds: number;
+  readonly machine: MachineInfo;
+  readonly postgres: ServerInfo & { readonly server: "private (startPostgres)" | "given URL" };
+  readonly workload: {
+    readonly stepDefinition: string;
+    readonly sessions: number;
+    readonly turnsPerSession: number;
+    readonly toolCallsPerTurn: number;
+    readonly stepsPerTurn: number;
+    readonly model: string;
+  };
+  readonly overhead: {
+    readonly rawSdk: StepFigures;
+    readonly memory: StepFigures;
+    readonly postgres: StepFigures;
+    readonly ratios: { readonly memoryToRaw: number; readonly postgresToRaw: number; readonly memoryToRawP99: number; readonly postgresToRawP99: number };
+  };
+  readonly floor: {
+    readonly singleRowWrite: Summary & { readonly walBytesPerWrite: number };
+    /** Median per-step time on store-postgres / median single-row write. */
+    readonly postgresStepToWrite: number;
+    /** Transactions that wrote (transaction IDs assigned) per step on store-postgres. */
+    readonly writeTransactionsPerStep: number;
+    readonly walBytesPerStep: number;
+  };
+  readonly growth: {
+    readonly memory: GrowthLevel[];
+    readonly postgres: GrowthLevel[];
+    readonly rawSdkReference: GrowthLevel[];
+    readonly bytesUnit: { readonly memory: string; readonly postgres: string };
+  };
+  readonly throughput: {
+    readonly turnsPerSession: number;
+    readonly runs: ThroughputResult[];
+    readonly speedup2: number;
+    readonly speedup4: number;
+  };
+  readonly events: {
+    readonly memory: { readonly n: number; readonly p50Ms: number; readonly p99Ms: number };
+    readonly postgres: { readonly n: number; readonly p50Ms: number; readonly p99Ms: number };
+  };
+  readonly targets: Target[];
+}
+
+/** Largest relative change of a per-level figure from the first level. */
+export function spread(levels: readonly GrowthLevel[], pick: (level: GrowthLevel) => number | undefined): number {
+  const base = pick(levels[0]!) ?? Number.NaN;
+  let worst = 0;
+  for (const level of levels.slice(1)) {
+    const change = (pick(level) ?? Number.NaN) / base - 1;
+    if (Math.abs(change) > Math.abs(worst) || Number.isNaN(change)) worst = change;
+  }
+  return worst;
+}
+
+export function judgeTargets(r: Omit<BenchResults, "targets">): Target[] {
+  const within = (value: number, limit: number) => Number.isFinite(value) && Math.abs(value) <= limit;
+  const growthTime = (levels: GrowthLevel[]) => spread(levels, (l) => l.medianMs);
+  const growthBytes = (levels: GrowthLevel[]) => spread(levels, (l) => l.bytesPerStep);
+  return [
+    { name: "store-memory / raw SDK, median ms per step", value: r.overhead.ratios.memoryToRaw, limit: "<= 1.50", met: r.overhead.ratios.memoryToRaw <= 1.5 },
+    { name: "store-postgres step / single-row write (median)", value: r.floor.postgresStepToWrite, limit: "<= 2.00", met: r.floor.postgresStepToWrite <= 2 },
+    { name: "growth 10->1000 items, ms per step, memory", value: growthTime(r.growth.memory), limit: "within +-10 %", met: within(growthTime(r.growth.memory), 0.1) },
+    { name: "growth 10->1000 items, ms per step, postgres", value: growthTime(r.growth.postgres), limit: "within +-10 %", met: within(growthTime(r.growth.postgres), 0.1) },
+    { name: "growth 10->1000 items, bytes per step, memory", value: growthBytes(r.growth.memory), limit: "within +-10 %", met: within(growthBytes(r.growth.memory), 0.1) },
+    { name: "growth 10->1000 items, bytes per step, postgres", value: growthBytes(r.growth.postgres), limit: "within +-10 %", met: within(growthBytes(r.growth.postgres), 0.1) },
+    { name: "2 worker processes / 1, steps per second", value: r.throughput.speedup2, limit: ">= 1.70", met: r.throughput.speedup2 >= 1.7 },
+    { name: "event latency p99, memory (ms)", value: r.events.memory.p99Ms, limit: "< 20", met: r.events.memory.p99Ms < 20 },
+    { name: "event latency p99, postgres (ms)", value: r.events.postgres.p99Ms, limit: "< 50", met: r.events.postgres.p99Ms < 50 },
+  ];
+}
+
+const f = (value: number, digits = 2) => (Number.isFinite(value) ? value.toFixed(digits) : String(value));
+const pct = (value: number) => `${value >= 0 ? "+" : ""}${(value * 100).toFixed(1)} %`;
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
+  const line = (row: string[]) => `| ${row.map((cell, c) => cell.padEnd(widths[c]!)).join(" | ")} |`;
+  return [line(rows[0]!), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.slice(1).map(line)].join("\n");
+}
+
+/** The figures as Markdown tables (printed by `pnpm bench`, pasted into the README). */
+export function renderReport(r: BenchResults): string {
+  const m = r.machine;
+  const out: string[] = [];
+  out.push(
+    `Machine: ${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}, PostgreSQL ${r.postgres.version} ` +
+      `(${r.postgres.server}, fsync ${r.postgres.fsync}, synchronous_commit ${r.postgres.synchronousCommit}), load ${m.loadAverageAtStart} at start; ` +
+      `mode ${r.mode}, ${f(r.durationSeconds, 0)} s`,
+  );
+  const w = r.workload;
+  out.push(`Workload: ${w.sessions} sessions x ${w.turnsPerSession} turns x ${w.toolCallsPerTurn} tool calls = ${w.stepsPerTurn} steps per turn; ${w.stepDefinition}`);
+  out.push("");
+  const o = r.overhead;
+  out.push(
+    table([
+      ["overhead per step", "steps", "median ms", "p99 ms", "mean ms", "median vs raw", "p99 vs raw"],
+      ["(a) raw SDK", String(o.rawSdk.steps), f(o.rawSdk.medianMs, 3), f(o.rawSdk.p99Ms, 3), f(o.rawSdk.meanMs, 3), "1.00", "1.00"],
+      ["(b) store-memory", String(o.memory.steps), f(o.memory.medianMs, 3), f(o.memory.p99Ms, 3), f(o.memory.meanMs, 3), f(o.ratios.memoryToRaw), f(o.ratios.memoryToRawP99)],
+      ["(c) store-postgres", String(o.postgres.steps), f(o.postgres.medianMs, 3), f(o.postgres.p99Ms, 3), f(o.postgres.meanMs, 3), f(o.ratios.postgresToRaw), f(o.ratios.postgresToRawP99)],
+    ]),
+  );
+  out.push("");
+  const fl = r.floor;
+  out.push(
+    table([
+      ["floor (same PostgreSQL)", "value"],
+      ["single-row write, median ms", f(fl.singleRowWrite.median, 3)],
+      ["single-row write, p99 ms", f(fl.singleRowWrite.p99, 3)],
+      ["store-postgres step / write (median)", f(fl.postgresStepToWrite)],
+      ["write transactions per step", f(fl.writeTransactionsPerStep)],
+      ["WAL bytes per step (single write: " + f(fl.singleRowWrite.walBytesPerWrite, 0) + ")", f(fl.walBytesPerStep, 0)],
+    ]),
+  );
+  out.push("");
+  const growthRows: string[][] = [["growth", "history items", "steps", "median ms", "p99 ms", "minus raw SDK ms", "bytes per step", "writes per step"]];
+  const addGrowth = (label: string, levels: GrowthLevel[]) => {
+    for (const l of levels) {
+      growthRows.push([label, String(l.historyItems), String(l.steps), f(l.medianMs, 3), f(l.p99Ms, 3), l.overheadMs === undefined ? "-" : f(l.overheadMs, 3), l.bytesPerStep === undefined ? "-" : f(l.bytesPerStep, 0), l.writesPerStep === undefined ? "-" : f(l.writesPerStep)]);
+    }
+  };
+  addGrowth("store-memory (JSON bytes)", r.growth.memory);
+  addGrowth("store-postgres (WAL bytes)", r.growth.postgres);
+  addGrowth("raw SDK (reference)", r.growth.rawSdkReference);
+  out.push(table(growthRows));
+  out.push("");
+  out.push(
+    table([
+      ["throughput (store-postgres)", "sessions", "steps", "seconds", "steps/s", "vs 1 process", "worker CPU (cores)", "machine busy"],
+      ...r.throughput.runs.map((t) => [
+        `${t.processes} worker process${t.processes > 1 ? "es" : ""}`,
+        String(t.sessions),
+        String(t.steps),
+        f(t.seconds),
+        f(t.stepsPerSecond, 1),
+        f(t.stepsPerSecond / r.throughput.runs[0]!.stepsPerSecond),
+        f(t.workerCpuCores),
+        `${f(t.machineBusy * 100, 0)} %`,
+      ]),
+    ]),
+  );
+  out.push("");
+  out.push(
+    table([
+      ["event latency (text delta -> followEvents)", "deltas", "p50 ms", "p99 ms"],
+      ["store-memory", String(r.events.memory.n), f(r.events.memory.p50Ms, 3), f(r.events.memory.p99Ms, 3)],
+      ["store-postgres", String(r.events.postgres.n), f(r.events.postgres.p50Ms, 3), f(r.events.postgres.p99Ms, 3)],
+    ]),
+  );
+  out.push("");
+  out.push(
+    table([
+      ["target", "value", "limit", "status"],
+      ...r.targets.map((t) => [t.name, t.limit.startsWith("within") ? pct(t.value) : f(t.value), t.limit, t.met ? "met" : "MISSED"]),
+    ]),
+  );
+  return out.join("\n");
+}
