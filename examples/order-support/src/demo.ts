@@ -25,7 +25,10 @@ Without messages: ${defaultConversation.map((m) => `"${m}"`).join(", then ")}.`;
 async function main(): Promise<number> {
   let args;
   try {
+    // `pnpm demo -- --yes` hands the demo a leading "--": drop it so the flags after it still count.
+    const argv = process.argv.slice(2);
     args = parseArgs({
+      args: argv[0] === "--" ? argv.slice(1) : argv,
       allowPositionals: true,
       options: {
         yes: { type: "boolean", short: "y" },
