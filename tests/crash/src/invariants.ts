@@ -51,6 +51,8 @@ interface CallState {
   readonly arguments: string;
   readonly attempts: number[];
   status: string | null;
+  /** The outcome as the model is told it. */
+  outcomeText: string | null;
 }
 
 interface TurnState {
@@ -58,6 +60,7 @@ interface TurnState {
   readonly text: string;
   end: "completed" | "failed" | null;
   readonly calls: string[];
+  finalText: string | null;
 }
 
 interface Walk {
@@ -65,6 +68,8 @@ interface Walk {
   calls: Map<string, CallState>;
   interrupts: Map<string, { toolCallId: string; arguments: string; resolved: boolean[] }>;
   recoveries: number;
+  /** Calls a taking-over worker found running and declared `outcome_unknown`. */
+  recoveredUnknown: Set<string>;
 }
 
 const turnEvents = new Set([
@@ -92,7 +97,7 @@ const allowedOutcomes: Record<CrashToolName, readonly string[]> = {
  */
 function walkEvents(sessionId: string, events: readonly StoredEvent[], violations: string[]): Walk {
   const bad = (event: StoredEvent, what: string) => violations.push(`${sessionId}: event ${event.seq} (${event.type}) ${what}`);
-  const walk: Walk = { turns: [], calls: new Map(), interrupts: new Map(), recoveries: 0 };
+  const walk: Walk = { turns: [], calls: new Map(), interrupts: new Map(), recoveries: 0, recoveredUnknown: new Set() };
   let open: TurnState | null = null;
   let lastFence = 0;
   events.forEach((event, index) => {
@@ -112,14 +117,21 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
         if (open) bad(event, `starts a turn while ${open.turnId} has not ended`);
         const expected = `turn-${walk.turns.length + 1}`;
         if (data.turnId !== expected) bad(event, `starts ${String(data.turnId)}, expected ${expected}`);
-        open = { turnId: String(data.turnId), text: String(data.text), end: null, calls: [] };
+        open = { turnId: String(data.turnId), text: String(data.text), end: null, calls: [], finalText: null };
         walk.turns.push(open);
         break;
       }
       case "tool_calls_requested":
         for (const call of data.calls as { toolCallId: string; name: string; arguments: string }[]) {
           if (walk.calls.has(call.toolCallId)) bad(event, `requests call ${call.toolCallId} a second time`);
-          walk.calls.set(call.toolCallId, { turnId: String(data.turnId), name: call.name, arguments: call.arguments, attempts: [], status: null });
+          walk.calls.set(call.toolCallId, {
+            turnId: String(data.turnId),
+            name: call.name,
+            arguments: call.arguments,
+            attempts: [],
+            status: null,
+            outcomeText: null,
+          });
           open?.calls.push(call.toolCallId);
         }
         break;
@@ -144,7 +156,10 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
         const call = walk.calls.get(id);
         if (!call) bad(event, `completes call ${id}, which no model response requested`);
         else if (call.status !== null) bad(event, `completes call ${id} a second time (${call.status}, then ${String(data.status)})`);
-        else call.status = String(data.status);
+        else {
+          call.status = String(data.status);
+          call.outcomeText = String(data.text);
+        }
         break;
       }
       case "interrupt_created": {
@@ -167,6 +182,7 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
             if (unfinished.length > 0) bad(event, `completes ${open.turnId} with calls that have no outcome: ${unfinished.join(", ")}`);
           }
           open.end = event.type === "turn_completed" ? "completed" : "failed";
+          if (event.type === "turn_completed") open.finalText = String(data.text);
         }
         open = null;
         break;
@@ -175,6 +191,9 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
         const fence = Number(data.fence);
         if (fence <= lastFence) bad(event, `recovers under fence ${fence} after fence ${lastFence}`);
         lastFence = fence;
+        for (const call of data.calls as { toolCallId: string; status: string }[]) {
+          if (call.status === "outcome_unknown") walk.recoveredUnknown.add(call.toolCallId);
+        }
         break;
       }
     }
@@ -267,6 +286,20 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
       else stats.turnsFailed += 1;
       const expected = script?.failsModel ? "failed" : "completed";
       if (script && turn.end !== expected) violations.push(`${id}: ${turn.turnId} ${turn.end}, its script says it ${expected}`);
+      if (turn.end === "completed") {
+        // The scripted model's answer follows from this turn's own message and outcomes alone.
+        const failedBefore = walk.turns.slice(0, index).filter((t) => t.end === "failed").length;
+        const noted = failedBefore > 0 ? `(noted ${failedBefore} failed turn(s)) ` : "";
+        const outcomes = turn.calls.map((callId) => {
+          const call = walk.calls.get(callId)!;
+          return `${call.name} -> ${call.outcomeText}`;
+        });
+        const expected =
+          outcomes.length === 0 ? `${noted}You said: turn ${index + 1} of ${id}` : `${noted}Results: ${outcomes.join(" | ")}`;
+        if (turn.finalText !== expected) {
+          violations.push(`${id}: ${turn.turnId} answered ${JSON.stringify(turn.finalText?.slice(0, 80))}, not its own ${JSON.stringify(expected.slice(0, 80))}`);
+        }
+      }
       if (script) {
         const asked = turn.calls.map((callId) => {
           const call = walk.calls.get(callId)!;
@@ -367,7 +400,8 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
       if (status === "succeeded" && lastRun?.result !== "ok") {
         violations.push(`${id}: call ${callId} is recorded succeeded, but its attempt ${last} ${lastRun ? `ended ${lastRun.result}` : "never ran"}`);
       }
-      if (lastRun?.result === "tool_error" && status !== "failed") {
+      // A refusal is `failed`, unless its worker went away before recording it (then it is unknown).
+      if (lastRun?.result === "tool_error" && status !== "failed" && !(status === "outcome_unknown" && walk.recoveredUnknown.has(callId))) {
         violations.push(`${id}: call ${callId} refused with a ToolExecutionError, but is recorded ${status}`);
       }
     }

@@ -48,29 +48,49 @@ afterAll(async () => {
   await database?.drop();
 });
 
+interface Harness {
+  readonly client: SessionClient;
+  readonly modelCalls: Map<string, number>;
+  readonly errors: unknown[];
+  close(): Promise<void>;
+}
+
+/** An in-process worker whose model answers while the engine waits for its (slow) inbox read. */
+function harness(): Harness {
+  const store = new SlowInboxStore({ pool, pollIntervalMs: 500 });
+  const scripted = new ScriptedRunner({ tools: [] });
+  const modelCalls = new Map<string, number>();
+  const runner: Runner = {
+    tools: () => scripted.tools(),
+    userItem: (kind, text) => scripted.userItem(kind, text),
+    callTool: (input) => scripted.callTool(input),
+    async runModel(input) {
+      const key = `${input.turnId}/${input.modelStep}`;
+      modelCalls.set(key, (modelCalls.get(key) ?? 0) + 1);
+      // Answer while the engine is waiting for its inbox (bounded: at most 2 s).
+      for (let waited = 0; store.readingInbox === 0 && waited < 2000; waited += 2) await sleep(2);
+      return scripted.runModel(input);
+    },
+  };
+  const definition = defineSession({ name: "race", runner });
+  const errors: unknown[] = [];
+  const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20, onError: (e) => errors.push(e) }).start();
+  // The client reads through a store of its own, so only the engine's inbox reads are slow.
+  const clientStore = new PostgresStore({ pool, pollIntervalMs: 500 });
+  return {
+    client: new SessionClient({ store: clientStore }),
+    modelCalls,
+    errors,
+    async close() {
+      await worker.stop({ timeoutMs: 5000 });
+      await Promise.all([store.close(), clientStore.close()]);
+    },
+  };
+}
+
 describe("core engine: one model step, one model call", () => {
   it("does not launch a RunModel step again when it finishes while the inbox is read", async () => {
-    const store = new SlowInboxStore({ pool, pollIntervalMs: 500 });
-    const scripted = new ScriptedRunner({ tools: [] });
-    const modelCalls = new Map<string, number>();
-    const runner: Runner = {
-      tools: () => scripted.tools(),
-      userItem: (kind, text) => scripted.userItem(kind, text),
-      callTool: (input) => scripted.callTool(input),
-      async runModel(input) {
-        const key = `${input.turnId}/${input.modelStep}`;
-        modelCalls.set(key, (modelCalls.get(key) ?? 0) + 1);
-        // Answer while the engine is waiting for its inbox (bounded: at most 2 s).
-        for (let waited = 0; store.readingInbox === 0 && waited < 2000; waited += 2) await sleep(2);
-        return scripted.runModel(input);
-      },
-    };
-    const definition = defineSession({ name: "race", runner });
-    const errors: unknown[] = [];
-    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20, onError: (e) => errors.push(e) }).start();
-    // The client reads through a store of its own, so only the engine's inbox reads are slow.
-    const clientStore = new PostgresStore({ pool, pollIntervalMs: 500 });
-    const client = new SessionClient({ store: clientStore });
+    const { client, modelCalls, errors, close } = harness();
     try {
       const { sessionId } = await client.startSession({ agent: "race", message: "hello there, this is a long enough message" });
       const snapshot = await client.waitUntilIdle(sessionId, { timeoutMs: 10_000 });
@@ -85,8 +105,21 @@ describe("core engine: one model step, one model call", () => {
         workerErrors: errors.map((e) => (e as Error).message),
       }).toEqual({ modelCalls: { "turn-1/1": 1 }, eventsAfterTurnEnded: [], workerErrors: [] });
     } finally {
-      await worker.stop({ timeoutMs: 5000 });
-      await Promise.all([store.close(), clientStore.close()]);
+      await close();
+    }
+  });
+
+  it("answers a queued message with its own reply, not with the previous turn's", async () => {
+    const { client, close } = harness();
+    try {
+      const { sessionId } = await client.startSession({ agent: "race", message: "first message" });
+      await client.sendMessage(sessionId, "second message");
+      await client.waitFor(sessionId, (s) => s.turnCount === 2 && s.status === "idle" && s.queuedMessages === 0, { timeoutMs: 10_000 });
+      await sleep(300);
+      const answers = (await client.readEvents(sessionId)).flatMap((e) => (e.type === "turn_completed" ? [`${e.data.turnId}: ${e.data.text}`] : []));
+      expect(answers).toEqual(["turn-1: You said: first message", "turn-2: You said: second message"]);
+    } finally {
+      await close();
     }
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The crash suite: 60 sessions on 3 worker processes, SIGKILLed at random moments (12 kills spread
+ * The crash suite: 80 sessions on 3 worker processes, SIGKILLed at random moments (16 kills spread
  * over the run's progress, each replaced at once), approvals and rejections sent as interrupts
  * appear. Every invariant is then checked from the database.
  */
@@ -19,21 +19,23 @@ describe("worker processes killed with SIGKILL", () => {
   it("every session ends, no call runs more often than its effect allows, nothing is lost or applied twice", async () => {
     const result = await runAndReport("crash", {
       databaseUrl: database.connectionString,
-      sessions: 60,
+      sessions: 80,
       workers: 3,
-      kills: 12,
-      spreadMs: 12_000,
+      kills: 16,
+      spreadMs: 16_000,
       seed: 11,
       leaseTtlMs: 1500,
       timeoutMs: 100_000,
     });
     expectNoViolations(result);
-    expect(result.counts.kills).toBeGreaterThanOrEqual(10);
-    expect(result.stats.sessions).toBe(60);
+    expect(result.counts.kills).toBeGreaterThanOrEqual(16);
+    expect(result.stats.sessions).toBe(80);
     expect(result.stats.turnsCompleted + result.stats.turnsFailed).toBe(result.counts.turns);
     // The scripts make some turns fail on purpose; they must fail explicitly, the rest complete.
     expect(result.stats.turnsFailed).toBe(result.plan.flatMap((s) => s.turns).filter((t) => t.failsModel).length);
-    // The kills hit running work: a later worker took over calls a killed one had started.
+    // The kills hit running work: workers died inside tool calls, and later workers took over
+    // calls the killed ones had started.
+    expect(result.stats.killsMidCall).toBeGreaterThan(0);
     expect(result.stats.recoveries).toBeGreaterThan(0);
     expect(result.counts.approvalsSent).toBeGreaterThan(0);
     expect(result.counts.rejectionsSent).toBeGreaterThan(0);

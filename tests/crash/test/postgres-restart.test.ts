@@ -1,5 +1,5 @@
 /**
- * PostgreSQL restarts (twice) while worker processes run sessions. Every connection of the workers,
+ * PostgreSQL restarts (three times) while worker processes run sessions. Every connection of the workers,
  * the tools and the client drops; the invariants of the crash suite must hold all the same.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,16 +21,16 @@ describe("PostgreSQL restarts under running sessions", () => {
     const result = await runAndReport("restart", {
       databaseUrl: database.connectionString,
       server,
-      sessions: 40,
+      sessions: 60,
       workers: 3,
       kills: 0,
-      restarts: 2,
-      spreadMs: 8000,
+      restarts: 3,
+      spreadMs: 12_000,
       seed: 23,
       timeoutMs: 100_000,
     });
     expectNoViolations(result);
-    expect(result.counts.restarts).toBe(2);
+    expect(result.counts.restarts).toBe(3);
     // The restarts were felt: clients retried, or workers reported dropped connections.
     const workerErrors = Object.values(result.counts.workerErrors).reduce((a, b) => a + b, 0);
     expect(result.counts.transientClientErrors + workerErrors).toBeGreaterThan(0);
