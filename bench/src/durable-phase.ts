@@ -14,58 +14,58 @@ export interface DurablePhaseResult extends PhaseResult {
   readonly eventLatencyMs: number[];
 }
 
-export interface DurablePhaseOptions {
-  readonly store: SessionStore;
-  readonly size: WorkloadSize;
-  /** Session IDs start with this, so phases sharing a store do not collide. */
-  readonly prefix: string;
-  /** Called just before the measured sessions start and just after they end. */
-  readonly around?: { before?: () => Promise<void>; after?: () => Promise<void> };
-}
+/** Runs the workload's sessions one at a time (`session(n)`), so phases can take turns. */
+export class DurablePhase {
+  private readonly clock = new StepClock();
+  private readonly worker: Worker;
+  private readonly client: SessionClient;
+  readonly stepMs: number[] = [];
+  readonly eventLatencyMs: number[] = [];
+  wallMs = 0;
 
-export async function runDurablePhase(options: DurablePhaseOptions): Promise<DurablePhaseResult> {
-  const { store, size, prefix } = options;
-  const clock = new StepClock();
-  const { definition } = makeDefinition(clock);
-  const worker = new Worker({ store, sessions: [definition] }).start();
-  const client = new SessionClient({ store, agents: [AGENT_NAME] });
-  const steps = stepsPerTurn(size.toolCalls);
-  const stepMs: number[] = [];
-  const eventLatencyMs: number[] = [];
-  let wallStart = performance.now();
-  try {
-    for (let s = 0; s < size.warmupSessions + size.sessions; s++) {
-      const measured = s >= size.warmupSessions;
-      if (s === size.warmupSessions) {
-        await waitForIdleWorker(worker);
-        await options.around?.before?.();
-        wallStart = performance.now();
-      }
-      const sessionId = `${prefix}-s${s}`;
-      await client.startSession({ agent: AGENT_NAME, sessionId });
-      const follower = new TurnFollower(client, sessionId);
-      try {
-        for (let t = 1; t <= size.turns; t++) {
-          clock.reset();
-          const start = performance.now();
-          await client.sendMessage(sessionId, turnScript(sessionId, t, size.toolCalls));
-          const end = await follower.turnEnd(`turn-${t}`);
-          const times = clock.stepTimes(start, end, steps);
-          if (measured) {
-            stepMs.push(...times);
-            eventLatencyMs.push(...follower.textLatencies(`turn-${t}`, clock));
-          }
+  constructor(
+    private readonly store: SessionStore,
+    private readonly size: WorkloadSize,
+    /** Session IDs start with this, so phases sharing a store do not collide. */
+    private readonly prefix: string,
+  ) {
+    const { definition } = makeDefinition(this.clock);
+    this.worker = new Worker({ store, sessions: [definition] }).start();
+    this.client = new SessionClient({ store, agents: [AGENT_NAME] });
+  }
+
+  async session(index: number, measured: boolean): Promise<void> {
+    const steps = stepsPerTurn(this.size.toolCalls);
+    const sessionId = `${this.prefix}-s${index}`;
+    await waitForIdleWorker(this.worker);
+    const started = performance.now();
+    await this.client.startSession({ agent: AGENT_NAME, sessionId });
+    const follower = new TurnFollower(this.client, sessionId);
+    try {
+      for (let t = 1; t <= this.size.turns; t++) {
+        this.clock.reset();
+        const start = performance.now();
+        await this.client.sendMessage(sessionId, turnScript(sessionId, t, this.size.toolCalls));
+        const end = await follower.turnEnd(`turn-${t}`);
+        const times = this.clock.stepTimes(start, end, steps);
+        if (measured) {
+          this.stepMs.push(...times);
+          this.eventLatencyMs.push(...follower.textLatencies(`turn-${t}`, this.clock));
         }
-      } finally {
-        await follower.stop();
       }
+    } finally {
+      await follower.stop();
     }
-    const wallMs = performance.now() - wallStart;
-    await waitForIdleWorker(worker);
-    await options.around?.after?.();
-    return { stepMs, steps: stepMs.length, wallMs, eventLatencyMs };
-  } finally {
-    await worker.stop();
+    if (measured) this.wallMs += performance.now() - started;
+    await waitForIdleWorker(this.worker);
+  }
+
+  result(): DurablePhaseResult {
+    return { stepMs: this.stepMs, steps: this.stepMs.length, wallMs: this.wallMs, eventLatencyMs: this.eventLatencyMs };
+  }
+
+  stop(): Promise<void> {
+    return this.worker.stop();
   }
 }
 

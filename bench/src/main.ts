@@ -12,17 +12,17 @@ import pg from "pg";
 import { MemoryStore } from "@durable-agents/store-memory";
 import { PostgresStore, migrate } from "@durable-agents/store-postgres";
 import { startPostgres, type PostgresServer } from "@durable-agents/store-postgres/testing";
-import { runDurablePhase } from "./durable-phase.js";
+import { DurablePhase } from "./durable-phase.js";
 import { runGrowthPhase, runRawGrowth, type BytesMeter, type GrowthLevel } from "./growth-phase.js";
 import { machineInfo } from "./machine-info.js";
 import { MeasuringStore } from "./measuring-store.js";
-import { counterDelta, measureFloor, readCounters, serverInfo, type Counters } from "./postgres-probe.js";
-import { runRawSdkPhase } from "./raw-sdk-phase.js";
-import { judgeTargets, renderReport, type BenchResults, type StepFigures } from "./report.js";
+import { FloorProbe, counterDelta, readCounters, serverInfo, type Counters } from "./postgres-probe.js";
+import { RawSdkPhase } from "./raw-sdk-phase.js";
+import { runPacedEvents } from "./paced-event-phase.js";
+import { judgeTargets, renderReport, type BenchResults, type LatencyFigures, type StepFigures } from "./report.js";
 import { percentile, summarize } from "./stats.js";
 import { runThroughput, type ThroughputResult } from "./throughput-phase.js";
 import { stepsPerTurn, type WorkloadSize } from "./workload.js";
-import type { DurablePhaseResult } from "./durable-phase.js";
 import type { PhaseResult } from "./raw-sdk-phase.js";
 
 interface Sizes {
@@ -30,6 +30,7 @@ interface Sizes {
   readonly floorRounds: number;
   readonly growthSessions: number;
   readonly throughput: { sessions: number; turns: number; concurrency: number };
+  readonly pacedTurns: number;
 }
 
 const FULL: Sizes = {
@@ -37,6 +38,7 @@ const FULL: Sizes = {
   floorRounds: 300,
   growthSessions: 6,
   throughput: { sessions: 64, turns: 3, concurrency: 16 },
+  pacedTurns: 10,
 };
 
 const QUICK: Sizes = {
@@ -44,10 +46,12 @@ const QUICK: Sizes = {
   floorRounds: 100,
   growthSessions: 2,
   throughput: { sessions: 12, turns: 2, concurrency: 16 },
+  pacedTurns: 3,
 };
 
 const GROWTH_LEVELS = [10, 100, 1000] as const;
 const PROCESS_COUNTS = [1, 2, 4] as const;
+const PACED = { chunks: 24, paceMs: 10 } as const;
 
 interface Args {
   readonly quick: boolean;
@@ -123,34 +127,41 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
     const server = await serverInfo(pool);
     const size = sizes.overhead;
 
-    log(`(a) raw SDK: ${size.sessions} sessions x ${size.turns} turns x ${size.toolCalls} tool calls`);
-    const raw = await runRawSdkPhase(size);
-
-    log("(b) durable sessions on store-memory");
-    const memory: DurablePhaseResult = await runDurablePhase({ store: new MemoryStore(), size, prefix: "mem" });
-
-    log(`floor: ${sizes.floorRounds} committed single-row writes`);
-    const floor = await measureFloor(pool, sizes.floorRounds);
-
-    log("(c) durable sessions on store-postgres");
+    // (a), (b), the floor and (c) take turns, one session each, so that a change in the machine's
+    // load during the run hits every one of them alike.
+    log(`(a) raw SDK, (b) store-memory, floor, (c) store-postgres, in turns: ${size.sessions} sessions x ${size.turns} turns x ${size.toolCalls} tool calls each`);
+    const rawPhase = new RawSdkPhase(size);
+    const memoryPhase = new DurablePhase(new MemoryStore(), size, "mem");
     const pgStore = new PostgresStore({ pool });
     stores.push(pgStore);
-    let before: Counters | null = null;
-    let after: Counters | null = null;
-    const postgres = await runDurablePhase({
-      store: pgStore,
-      size,
-      prefix: "pg",
-      around: {
-        before: async () => {
-          before = await readCounters(pool);
-        },
-        after: async () => {
-          after = await readCounters(pool);
-        },
-      },
-    });
-    const phaseDelta = counterDelta(before!, after!);
+    const postgresPhase = new DurablePhase(pgStore, size, "pg");
+    const floorProbe = new FloorProbe(pool);
+    await floorProbe.prepare();
+    const floorPerRound = Math.ceil(sizes.floorRounds / size.sessions);
+    let pgWal = 0;
+    let pgWrites = 0;
+    try {
+      for (let s = 0; s < size.warmupSessions + size.sessions; s++) {
+        const measured = s >= size.warmupSessions;
+        await rawPhase.session(s, measured);
+        await memoryPhase.session(s, measured);
+        if (measured) await floorProbe.batch(floorPerRound);
+        const before = await readCounters(pool);
+        await postgresPhase.session(s, measured);
+        const delta = counterDelta(before, await readCounters(pool));
+        if (measured) {
+          pgWal += delta.walBytes;
+          pgWrites += delta.writeTransactions;
+        }
+      }
+    } finally {
+      await memoryPhase.stop();
+      await postgresPhase.stop();
+    }
+    const raw = rawPhase.result();
+    const memory = memoryPhase.result();
+    const postgres = postgresPhase.result();
+    const floor = floorProbe.result();
 
     log(`growth on store-memory: history of ${GROWTH_LEVELS.join(", ")} items`);
     const measuring = new MeasuringStore(new MemoryStore());
@@ -182,6 +193,10 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
 
     log("growth reference on the raw SDK");
     const growthRaw = await runRawGrowth(GROWTH_LEVELS, sizes.growthSessions, size.toolCalls);
+
+    log(`event latency with a paced stream (${PACED.chunks} chunks, ${PACED.paceMs} ms apart) on both stores`);
+    const pacedMemory = await runPacedEvents({ store: new MemoryStore(), prefix: "em", turns: sizes.pacedTurns, ...PACED });
+    const pacedPostgres = await runPacedEvents({ store: pgStore, prefix: "ep", turns: sizes.pacedTurns, ...PACED });
 
     const runs: ThroughputResult[] = [];
     for (const processes of PROCESS_COUNTS) {
@@ -220,8 +235,8 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
       floor: {
         singleRowWrite: floor,
         postgresStepToWrite: postgresFigures.medianMs / floor.median,
-        writeTransactionsPerStep: phaseDelta.writeTransactions / postgres.steps,
-        walBytesPerStep: phaseDelta.walBytes / postgres.steps,
+        writeTransactionsPerStep: pgWrites / postgres.steps,
+        walBytesPerStep: pgWal / postgres.steps,
       },
       growth: {
         memory: minusRaw(growthMemory, growthRaw),
@@ -236,8 +251,9 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
         speedup4: runs[2]!.stepsPerSecond / runs[0]!.stepsPerSecond,
       },
       events: {
-        memory: { n: memory.eventLatencyMs.length, p50Ms: percentile(memory.eventLatencyMs, 0.5), p99Ms: percentile(memory.eventLatencyMs, 0.99) },
-        postgres: { n: postgres.eventLatencyMs.length, p50Ms: percentile(postgres.eventLatencyMs, 0.5), p99Ms: percentile(postgres.eventLatencyMs, 0.99) },
+        memory: latency(memory.eventLatencyMs),
+        postgres: latency(postgres.eventLatencyMs),
+        paced: { ...PACED, memory: latency(pacedMemory), postgres: latency(pacedPostgres) },
       },
     };
     return { ...partial, targets: judgeTargets(partial) };
@@ -245,6 +261,10 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
     for (const store of stores) await store.close();
     await pool.end();
   }
+}
+
+function latency(samples: readonly number[]): LatencyFigures {
+  return { n: samples.length, p50Ms: percentile(samples, 0.5), p99Ms: percentile(samples, 0.99) };
 }
 
 function minusRaw(levels: GrowthLevel[], raw: GrowthLevel[]): GrowthLevel[] {

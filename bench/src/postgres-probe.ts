@@ -39,22 +39,39 @@ export interface FloorResult extends Summary {
 }
 
 /**
- * One committed single-row INSERT at a time (autocommit, synchronous_commit on), `rounds` times after
- * a warm-up, on its own table.
+ * The floor: one committed single-row INSERT at a time (autocommit, synchronous_commit on) on its
+ * own table, taken in batches between the other phases' sessions.
  */
-export async function measureFloor(pool: Pool, rounds: number): Promise<FloorResult> {
-  await pool.query("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial PRIMARY KEY, body text NOT NULL)");
-  const insert = (n: number) => pool.query({ name: "bench_floor_insert", text: "INSERT INTO bench_floor (body) VALUES ($1)", values: [`row ${n}`] });
-  for (let n = 0; n < 20; n++) await insert(-n);
-  const before = await readCounters(pool);
-  const samples: number[] = [];
-  for (let n = 0; n < rounds; n++) {
-    const start = performance.now();
-    await insert(n);
-    samples.push(performance.now() - start);
+export class FloorProbe {
+  private readonly samples: number[] = [];
+  private walBytes = 0;
+  private count = 0;
+
+  constructor(private readonly pool: Pool) {}
+
+  private insert(n: number) {
+    return this.pool.query({ name: "bench_floor_insert", text: "INSERT INTO bench_floor (body) VALUES ($1)", values: [`row ${n}`] });
   }
-  const after = await readCounters(pool);
-  return { ...summarize(samples), walBytesPerWrite: counterDelta(before, after).walBytes / rounds };
+
+  /** Creates the table and warms the connection and the prepared statement up. */
+  async prepare(): Promise<void> {
+    await this.pool.query("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial PRIMARY KEY, body text NOT NULL)");
+    for (let n = 0; n < 20; n++) await this.insert(-n);
+  }
+
+  async batch(rounds: number): Promise<void> {
+    const before = await readCounters(this.pool);
+    for (let n = 0; n < rounds; n++) {
+      const start = performance.now();
+      await this.insert(this.count++);
+      this.samples.push(performance.now() - start);
+    }
+    this.walBytes += counterDelta(before, await readCounters(this.pool)).walBytes;
+  }
+
+  result(): FloorResult {
+    return { ...summarize(this.samples), walBytesPerWrite: this.walBytes / this.samples.length };
+  }
 }
 
 export interface ServerInfo {

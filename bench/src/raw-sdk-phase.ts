@@ -2,7 +2,7 @@
  * Phase (a): the workload run directly with `@openai/agents`, without durability: a plain SDK
  * `Runner` with the same model and the real tool, the history kept in this process's memory.
  */
-import { Runner, user, type AgentInputItem } from "@openai/agents";
+import { Runner, user, type Agent, type AgentInputItem } from "@openai/agents";
 import { StepClock } from "./step-clock.js";
 import { makeAgent, stepsPerTurn, turnScript, type WorkloadSize } from "./workload.js";
 import { TimedModel } from "./timed-model.js";
@@ -11,35 +11,46 @@ export interface PhaseResult {
   /** One sample per step. */
   readonly stepMs: number[];
   readonly steps: number;
+  /** Wall time of the measured sessions. */
   readonly wallMs: number;
 }
 
-export async function runRawSdkPhase(size: WorkloadSize): Promise<PhaseResult> {
-  const clock = new StepClock();
-  const agent = makeAgent(clock, false);
-  const runner = new Runner({ model: new TimedModel(clock), tracingDisabled: true });
-  const steps = stepsPerTurn(size.toolCalls);
-  const stepMs: number[] = [];
-  let measuredWall = 0;
-  for (let s = 0; s < size.warmupSessions + size.sessions; s++) {
-    const measured = s >= size.warmupSessions;
-    if (s === size.warmupSessions) measuredWall = performance.now();
+/** Runs the workload's sessions one at a time (`session(n)`), so phases can take turns. */
+export class RawSdkPhase {
+  private readonly clock = new StepClock();
+  private readonly agent: Agent;
+  private readonly runner: Runner;
+  readonly stepMs: number[] = [];
+  wallMs = 0;
+
+  constructor(private readonly size: WorkloadSize) {
+    this.agent = makeAgent(this.clock, false);
+    this.runner = new Runner({ model: new TimedModel(this.clock), tracingDisabled: true });
+  }
+
+  async session(index: number, measured: boolean): Promise<void> {
+    const steps = stepsPerTurn(this.size.toolCalls);
+    const started = performance.now();
     let history: AgentInputItem[] = [];
-    for (let t = 1; t <= size.turns; t++) {
-      clock.reset();
+    for (let t = 1; t <= this.size.turns; t++) {
+      this.clock.reset();
       const start = performance.now();
-      const result = await runner.run(agent, [...history, user(turnScript(`raw${s}`, t, size.toolCalls))], { stream: true });
+      const result = await this.runner.run(this.agent, [...history, user(turnScript(`raw${index}`, t, this.size.toolCalls))], { stream: true });
       for await (const _event of result) {
-        // drained like the durable runner drains its stream
+        // drained, as the durable runner drains its stream
       }
       await result.completed;
       const end = performance.now();
       history = result.history;
-      const times = clock.stepTimes(start, end, steps);
-      if (measured) stepMs.push(...times);
+      const times = this.clock.stepTimes(start, end, steps);
+      if (measured) this.stepMs.push(...times);
     }
+    if (measured) this.wallMs += performance.now() - started;
   }
-  return { stepMs, steps: stepMs.length, wallMs: performance.now() - measuredWall };
+
+  result(): PhaseResult {
+    return { stepMs: this.stepMs, steps: this.stepMs.length, wallMs: this.wallMs };
+  }
 }
 
 /** A raw SDK history made by running the seed messages as turns (the growth phase's seed). */

@@ -9,7 +9,15 @@ import type { ProducedChunk, StepClock } from "./step-clock.js";
 export class TimedModel implements Model {
   readonly inner: ScriptedModel;
 
-  constructor(private readonly clock: StepClock, streamChunks = 3) {
+  /**
+   * `streamChunks`: chunks a streamed answer is split into. `paceMs`: a pause before every chunk
+   * after the first, as a real model's tokens arrive over time (0: all at once).
+   */
+  constructor(
+    private readonly clock: StepClock,
+    streamChunks = 3,
+    private readonly paceMs = 0,
+  ) {
     this.inner = new ScriptedModel({ streamChunks });
   }
 
@@ -24,6 +32,7 @@ export class TimedModel implements Model {
     const chunks: ProducedChunk[] = [];
     for await (const event of this.inner.getStreamedResponse(request)) {
       if (event.type === "output_text_delta") {
+        if (this.paceMs > 0 && chunks.length > 0) await new Promise((resolve) => setTimeout(resolve, this.paceMs));
         text += event.delta;
         chunks.push({ end: text.length, at: performance.now() });
       }

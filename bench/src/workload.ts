@@ -73,8 +73,11 @@ export function makeAgent(clock: StepClock, durable: boolean): Agent {
 }
 
 /** The same agent and model as a durable session definition. */
-export function makeDefinition(clock: StepClock): { definition: SessionDefinition; model: TimedModel } {
-  const model = new TimedModel(clock);
+export function makeDefinition(
+  clock: StepClock,
+  stream: { chunks?: number; paceMs?: number } = {},
+): { definition: SessionDefinition; model: TimedModel } {
+  const model = new TimedModel(clock, stream.chunks ?? 3, stream.paceMs ?? 0);
   const definition = openAIAgentsSession(makeAgent(clock, true), {
     name: AGENT_NAME,
     model,

@@ -71,13 +71,14 @@ describe("pnpm bench --quick", () => {
       }
       expect(isFigure(r.throughput.speedup2) && isFigure(r.throughput.speedup4)).toBe(true);
 
-      for (const events of [r.events.memory, r.events.postgres]) {
+      expect(r.events.paced.chunks).toBeGreaterThan(1);
+      for (const events of [r.events.memory, r.events.postgres, r.events.paced.memory, r.events.paced.postgres]) {
         expect(events.n).toBeGreaterThan(0);
         expect(events.p50Ms).toBeGreaterThan(0);
         expect(events.p99Ms).toBeGreaterThanOrEqual(events.p50Ms);
       }
 
-      expect(r.targets).toHaveLength(9);
+      expect(r.targets).toHaveLength(11);
       for (const target of r.targets) {
         expect(isFigure(target.value)).toBe(true);
         expect(run.stdout).toContain(target.name);
