@@ -56,7 +56,8 @@ class SessionDriver {
   private version = 0;
   private history: HistoryItem[] | null = null;
   private readonly inflight = new Map<string, Promise<void>>();
-  private readonly completions: MachineInput[] = [];
+  /** Finished steps whose results are not applied yet; a step stays in `inflight` until then. */
+  private readonly completions: { key: string; input: MachineInput | null }[] = [];
   private wakeUp: (() => void) | null = null;
   private commitChain: Promise<unknown> = Promise.resolve();
   private lost = false;
@@ -104,7 +105,14 @@ class SessionDriver {
     await this.transition({ type: "recover", fence: this.options.lease.fence });
     for (;;) {
       if (this.options.signal.aborted || this.lost) return "lost";
-      while (this.completions.length > 0) await this.transition(this.completions.shift()!);
+      while (this.completions.length > 0) {
+        const done = this.completions.shift()!;
+        try {
+          if (done.input) await this.transition(done.input);
+        } finally {
+          this.inflight.delete(done.key);
+        }
+      }
       const stopping = this.options.stopping();
       if (!stopping) await this.consumeInbox();
       const due = dueSteps(this.head).filter((step) => !this.inflight.has(stepKey(step)));
@@ -116,7 +124,7 @@ class SessionDriver {
         const tools = ready.filter((step) => step.kind !== "RunModel");
         if (tools.length > 0) await this.launchTools(tools);
       }
-      if (this.inflight.size === 0 && this.completions.length === 0) {
+      if (this.inflight.size === 0) {
         if (stopping) return "stopped";
         const later = dueSteps(this.head).filter((step) => step.notBefore !== null && step.notBefore > Date.now());
         if (later.length === 0 && dueSteps(this.head).length === 0) {
@@ -202,15 +210,13 @@ class SessionDriver {
   private track(key: string, task: Promise<MachineInput | null>): void {
     const done = task
       .then((input) => {
-        if (input) this.completions.push(input);
+        this.completions.push({ key, input });
       })
       .catch(() => {
         this.lost = true;
+        this.completions.push({ key, input: null });
       })
-      .finally(() => {
-        this.inflight.delete(key);
-        this.poke();
-      });
+      .finally(() => this.poke());
     this.inflight.set(key, done);
   }
 

@@ -178,7 +178,7 @@ export class Worker {
         }
       })
       .finally(() => {
-        this.held.delete(lease.sessionId);
+        if (this.held.get(lease.sessionId) === entry) this.held.delete(lease.sessionId);
         this.poke();
       });
     this.held.set(lease.sessionId, entry);
