@@ -15,7 +15,7 @@ export interface BytesMeter {
   readonly unit: string;
   start(sessionId: string): Promise<void>;
   /** Bytes written, and commits (memory) or write transactions (PostgreSQL), since `start`. */
-  stop(sessionId: string): Promise<{ bytes: number; writes: number }>;
+  stop(sessionId: string): Promise<{ bytes: number; writes: number; parts?: Record<string, number> }>;
 }
 
 export interface GrowthLevel {
@@ -29,6 +29,8 @@ export interface GrowthLevel {
   readonly bytesPerStep?: number;
   /** Commits (memory) or write transactions (PostgreSQL) per step. */
   readonly writesPerStep?: number;
+  /** Bytes per step by what was written (memory: head, history, events). */
+  readonly bytesPerStepByPart?: Record<string, number>;
   /** Median ms per step minus the raw SDK's at the same history length: what durability adds. */
   readonly overheadMs?: number;
 }
@@ -71,6 +73,7 @@ export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLeve
       const stepMs: number[] = [];
       let bytes = 0;
       let writes = 0;
+      const parts: Record<string, number> = {};
       for (const [index, sessionId] of ids.entries()) {
         const stored = await store.loadSession(sessionId);
         if (stored?.head.historyLength !== items) {
@@ -89,6 +92,7 @@ export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLeve
           stepMs.push(...times);
           bytes += written.bytes;
           writes += written.writes;
+          for (const [part, value] of Object.entries(written.parts ?? {})) parts[part] = (parts[part] ?? 0) + value;
         }
       }
       await Promise.all([...followers.values()].map((f) => f.stop()));
@@ -102,6 +106,9 @@ export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLeve
         meanMs: summary.mean,
         bytesPerStep: bytes / stepMs.length,
         writesPerStep: writes / stepMs.length,
+        ...(Object.keys(parts).length > 0
+          ? { bytesPerStepByPart: Object.fromEntries(Object.entries(parts).map(([part, value]) => [part, value / stepMs.length])) }
+          : {}),
       });
     }
     return levels;

@@ -37,7 +37,7 @@ const FULL: Sizes = {
   overhead: { sessions: 20, turns: 5, toolCalls: 2, warmupSessions: 3 },
   floorRounds: 300,
   growthSessions: 6,
-  throughput: { sessions: 64, turns: 3, concurrency: 16 },
+  throughput: { sessions: 96, turns: 3, concurrency: 16 },
   pacedTurns: 10,
 };
 
@@ -77,9 +77,20 @@ function parseArgs(argv: readonly string[]): Args {
 
 const log = (text: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${text}\n`);
 
-function figures(result: PhaseResult): StepFigures {
+/** A turn's steps alternate model call, tool call, ..., model call: even positions are model calls. */
+function figures(result: PhaseResult, perTurn: number): StepFigures {
   const s = summarize(result.stepMs);
-  return { steps: result.steps, medianMs: s.median, p99Ms: s.p99, meanMs: s.mean, wallMs: result.wallMs };
+  const model = summarize(result.stepMs.filter((_, i) => (i % perTurn) % 2 === 0));
+  const tool = summarize(result.stepMs.filter((_, i) => (i % perTurn) % 2 === 1));
+  return {
+    steps: result.steps,
+    medianMs: s.median,
+    p99Ms: s.p99,
+    meanMs: s.mean,
+    wallMs: result.wallMs,
+    modelSteps: { n: model.n, medianMs: model.median, p99Ms: model.p99 },
+    toolSteps: { n: tool.n, medianMs: tool.median, p99Ms: tool.p99 },
+  };
 }
 
 async function withDatabase<T>(adminUrl: string, body: (url: string) => Promise<T>): Promise<T> {
@@ -170,7 +181,11 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
       start: async (sessionId) => measuring.reset(sessionId),
       stop: async (sessionId) => {
         const written = measuring.written(sessionId);
-        return { bytes: written.bytes, writes: written.commits };
+        return {
+          bytes: written.bytes,
+          writes: written.commits,
+          parts: { head: written.headBytes, history: written.historyBytes, events: written.eventBytes },
+        };
       },
     };
     const growthMemory = await runGrowthPhase({ store: measuring, meter: memoryMeter, prefix: "gm", levels: GROWTH_LEVELS, sessionsPerLevel: sizes.growthSessions, toolCalls: size.toolCalls });
@@ -204,9 +219,10 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
       runs.push(await runThroughput({ connectionString: url, processes, toolCalls: size.toolCalls, ...sizes.throughput }));
     }
 
-    const rawFigures = figures(raw);
-    const memoryFigures = figures(memory);
-    const postgresFigures = figures(postgres);
+    const perTurn = stepsPerTurn(size.toolCalls);
+    const rawFigures = figures(raw, perTurn);
+    const memoryFigures = figures(memory, perTurn);
+    const postgresFigures = figures(postgres, perTurn);
     const partial: Omit<BenchResults, "targets"> = {
       generatedAt: new Date().toISOString(),
       mode: args.quick ? "quick" : "full",
@@ -229,6 +245,8 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
           memoryToRaw: memoryFigures.medianMs / rawFigures.medianMs,
           postgresToRaw: postgresFigures.medianMs / rawFigures.medianMs,
           memoryToRawP99: memoryFigures.p99Ms / rawFigures.p99Ms,
+          memoryToRawModelSteps: memoryFigures.modelSteps.medianMs / rawFigures.modelSteps.medianMs,
+          postgresToRawModelSteps: postgresFigures.modelSteps.medianMs / rawFigures.modelSteps.medianMs,
           postgresToRawP99: postgresFigures.p99Ms / rawFigures.p99Ms,
         },
       },

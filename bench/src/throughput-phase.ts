@@ -3,6 +3,7 @@
  * completed steps per second from the first lease to the last turn's end.
  */
 import { fork, type ChildProcess } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -19,8 +20,19 @@ export interface ThroughputResult {
   readonly stepsPerSecond: number;
   /** CPU time of the worker processes, in core-seconds per second of the run. */
   readonly workerCpuCores: number;
+  /** CPU time of the PostgreSQL server's processes (a local server only), in core-seconds per second. */
+  readonly postgresCpuCores: number;
+  /** CPU milliseconds per step, the worker processes' and PostgreSQL's together. */
+  readonly cpuMsPerStep: number;
+  /** Statements the worker processes sent per step (the LISTEN connection's heartbeat included). */
+  readonly queriesPerStep: number;
+  readonly queriesPerStepByStatement: Record<string, number>;
   /** Busy share of the whole machine's cores during the run (every process, PostgreSQL included), 0..1. */
   readonly machineBusy: number;
+  /** CPU of this benchmark process (it polls for the end every 10 ms), in cores. */
+  readonly benchProcessCpuCores: number;
+  /** Busy cores not accounted for by the workers, PostgreSQL and this process: the machine's other tenants. */
+  readonly otherCpuCores: number;
 }
 
 export interface ThroughputOptions {
@@ -47,6 +59,50 @@ function cpuTimes(): { busy: number; total: number } {
   return { busy, total };
 }
 
+/**
+ * CPU ticks of the PostgreSQL server behind the pool, per process: the postmaster and its children,
+ * read from /proc. Null when the server is not on this machine (or /proc is not there).
+ */
+export async function postgresCpuTicks(pool: pg.Pool): Promise<Map<number, number> | null> {
+  try {
+    const result = await pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+    const backend = readStat(result.rows[0]!.pid);
+    if (!backend) return null;
+    const postmaster = backend.ppid;
+    const ticks = new Map<number, number>([[postmaster, readStat(postmaster)?.ticks ?? 0]]);
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      const stat = readStat(Number(entry));
+      if (stat?.ppid === postmaster) ticks.set(Number(entry), stat.ticks);
+    }
+    return ticks;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU ms the server's processes used between two readings (a process gone by the second is left out). */
+function serverCpuMs(before: Map<number, number> | null, after: Map<number, number> | null): number {
+  if (!before || !after) return Number.NaN;
+  let ticks = 0;
+  for (const [pid, value] of after) ticks += value - (before.get(pid) ?? 0);
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+
+/** Linux's USER_HZ, 100 on every common build. */
+const CLOCK_TICKS = 100;
+
+function readStat(pid: number): { ppid: number; ticks: number } | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    // After the name: state(0) ppid(1) ... utime(11) stime(12)
+    return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) };
+  } catch {
+    return null;
+  }
+}
+
 export async function runThroughput(options: ThroughputOptions): Promise<ThroughputResult> {
   const schema = `bench_tp${options.processes}`;
   const pool = new pg.Pool({ connectionString: options.connectionString, max: 4 });
@@ -62,7 +118,7 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
       await client.startSession({ agent: AGENT_NAME, sessionId, message: turnScript(sessionId, 1, options.toolCalls) });
       for (let t = 2; t <= options.turns; t++) await client.sendMessage(sessionId, turnScript(sessionId, t, options.toolCalls));
     }
-    const stopped: Promise<{ cpuMs: number; modelCalls: number }>[] = [];
+    const stopped: Promise<{ cpuMs: number; modelCalls: number; queries: Record<string, number> }>[] = [];
     const ready: Promise<void>[] = [];
     for (let p = 0; p < options.processes; p++) {
       const child = fork(workerPath, [options.connectionString, schema, String(options.concurrency)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
@@ -86,20 +142,31 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     }
     await Promise.all(ready);
     const expectedTurns = options.sessions * options.turns;
+    await pool.query("SELECT 1"); // every connection the phase uses is open before the CPU is read
     const cpuStart = cpuTimes();
+    const ownCpuStart = process.cpuUsage();
+    const serverCpuStart = await postgresCpuTicks(pool);
     const start = performance.now();
     for (const child of children) child.send({ type: "go" });
     let end = start;
+    // A cheap check of the sessions table (one row per session, no JSON): a session is done when it
+    // consumed its last message and has nothing left to run.
     for (;;) {
-      const result = await pool.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${schema}.events WHERE type IN ('turn_completed', 'turn_failed')`);
-      if (Number(result.rows[0]!.n) >= expectedTurns) {
+      const result = await pool.query<{ n: string }>(
+        `SELECT count(*)::text AS n FROM ${schema}.sessions WHERE inbox_cursor >= $1 AND NOT runnable`,
+        [options.turns],
+      );
+      if (Number(result.rows[0]!.n) >= options.sessions) {
         end = performance.now();
         break;
       }
       if (performance.now() - start > 300_000) throw new Error("the throughput run did not finish within 5 minutes");
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const cpuEnd = cpuTimes();
+    const ownCpu = process.cpuUsage(ownCpuStart);
+    const serverCpuEnd = serverCpuStart === null ? null : await postgresCpuTicks(pool);
+    const serverMs = serverCpuMs(serverCpuStart, serverCpuEnd);
     for (const child of children) child.send({ type: "stop" });
     const reports = await Promise.all(stopped);
     const counted = await pool.query<{ steps: string; failed: string }>(
@@ -112,7 +179,11 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     const expectedSteps = expectedTurns * stepsPerTurn(options.toolCalls);
     if (steps !== expectedSteps) throw new Error(`the throughput run completed ${steps} steps, expected ${expectedSteps}`);
     const seconds = (end - start) / 1000;
+    const machineBusy = (cpuEnd.busy - cpuStart.busy) / Math.max(1, cpuEnd.total - cpuStart.total);
     const cpuMs = reports.reduce((sum, r) => sum + r.cpuMs, 0);
+    const queries: Record<string, number> = {};
+    for (const report of reports) for (const [key, n] of Object.entries(report.queries)) queries[key] = (queries[key] ?? 0) + n;
+    const totalQueries = Object.values(queries).reduce((sum, n) => sum + n, 0);
     return {
       processes: options.processes,
       sessions: options.sessions,
@@ -120,7 +191,17 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
       seconds,
       stepsPerSecond: steps / seconds,
       workerCpuCores: cpuMs / 1000 / seconds,
-      machineBusy: (cpuEnd.busy - cpuStart.busy) / Math.max(1, cpuEnd.total - cpuStart.total),
+      postgresCpuCores: serverMs / 1000 / seconds,
+      cpuMsPerStep: (cpuMs + serverMs) / steps,
+      queriesPerStep: totalQueries / steps,
+      queriesPerStepByStatement: Object.fromEntries(
+        Object.entries(queries)
+          .sort((a, b) => b[1] - a[1])
+          .map(([key, n]) => [key, Math.round((n / steps) * 100) / 100]),
+      ),
+      machineBusy,
+      benchProcessCpuCores: (ownCpu.user + ownCpu.system) / 1e6 / seconds,
+      otherCpuCores: machineBusy * cpus().length - (cpuMs / 1000 / seconds) - serverMs / 1000 / seconds - (ownCpu.user + ownCpu.system) / 1e6 / seconds,
     };
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill();
