@@ -73,7 +73,11 @@ export interface BenchResults {
   };
   readonly throughput: {
     readonly turnsPerSession: number;
+    readonly rounds: number;
+    /** The median run of each process count (1, 2, 4). */
     readonly runs: ThroughputResult[];
+    /** Every run, in the order they ran. */
+    readonly allRuns: ThroughputResult[];
     readonly speedup2: number;
     readonly speedup4: number;
   };
@@ -202,6 +206,11 @@ export function renderReport(r: BenchResults): string {
         f(t.otherCpuCores),
       ]),
     ]),
+  );
+  out.push("");
+  out.push(
+    `Throughput: median of ${r.throughput.rounds} round(s); every run's steps/s: ` +
+      r.throughput.allRuns.map((t) => `${t.processes}p ${f(t.stepsPerSecond, 0)}`).join(", "),
   );
   out.push("");
   out.push(

@@ -14,6 +14,7 @@ import { AGENT_NAME, stepsPerTurn, turnScript } from "./workload.js";
 
 export interface ThroughputResult {
   readonly processes: number;
+  readonly round: number;
   readonly sessions: number;
   readonly steps: number;
   readonly seconds: number;
@@ -38,6 +39,8 @@ export interface ThroughputResult {
 export interface ThroughputOptions {
   readonly connectionString: string;
   readonly processes: number;
+  /** Numbers the runs of one process count (each run gets its own schema). */
+  readonly round: number;
   readonly sessions: number;
   readonly turns: number;
   readonly toolCalls: number;
@@ -104,7 +107,7 @@ function readStat(pid: number): { ppid: number; ticks: number } | null {
 }
 
 export async function runThroughput(options: ThroughputOptions): Promise<ThroughputResult> {
-  const schema = `bench_tp${options.processes}`;
+  const schema = `bench_tp${options.processes}_r${options.round}`;
   const pool = new pg.Pool({ connectionString: options.connectionString, max: 4 });
   pool.on("error", () => {});
   const store = new PostgresStore({ pool, schema });
@@ -114,7 +117,7 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     const client = new SessionClient({ store, agents: [AGENT_NAME] });
     // Every session gets all its turns' messages up front: they queue and run in order.
     for (let s = 0; s < options.sessions; s++) {
-      const sessionId = `tp${options.processes}-s${s}`;
+      const sessionId = `tp${options.processes}-r${options.round}-s${s}`;
       await client.startSession({ agent: AGENT_NAME, sessionId, message: turnScript(sessionId, 1, options.toolCalls) });
       for (let t = 2; t <= options.turns; t++) await client.sendMessage(sessionId, turnScript(sessionId, t, options.toolCalls));
     }
@@ -186,6 +189,7 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     const totalQueries = Object.values(queries).reduce((sum, n) => sum + n, 0);
     return {
       processes: options.processes,
+      round: options.round,
       sessions: options.sessions,
       steps,
       seconds,

@@ -65,6 +65,7 @@ describe("pnpm bench --quick", () => {
       }
 
       expect(r.throughput.runs.map((t) => t.processes)).toEqual([1, 2, 4]);
+      expect(r.throughput.allRuns).toHaveLength(3 * r.throughput.rounds);
       for (const t of r.throughput.runs) {
         expect(t.steps).toBe(t.sessions * r.throughput.turnsPerSession * r.workload.stepsPerTurn);
         expect(t.stepsPerSecond).toBeGreaterThan(0);
