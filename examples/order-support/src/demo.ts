@@ -1,22 +1,24 @@
 /**
  * `pnpm demo`: one order support session in the terminal, on the embedded memory store.
  *
- *   node dist/demo.js [--yes | --reject "<message>"] [message ...]
+ *   node dist/demo.js [--framework openai-agents|ai-sdk] [--yes | --reject "<message>"] [message ...]
  *
  * Without messages it runs "look up order 1001", then "cancel order 1002". The cancellation waits
  * for approval: asked at the terminal on a TTY, approved automatically when stdin is not a TTY or
- * with --yes, rejected with --reject.
+ * with --yes, rejected with --reject. `--framework ai-sdk` runs the same agent on the Vercel AI SDK.
  */
 import { parseArgs } from "node:util";
 import { approveAutomatically, askOnTerminal, rejectAutomatically, type ApprovalDecider } from "./approval-deciders.js";
-import { orderSupportModelFromEnv } from "./order-support-model.js";
+import { orderSupportFrameworks, parseOrderSupportFramework, type OrderSupportFramework } from "./order-support-framework.js";
 import { startOrderSupportRuntime } from "./order-support-runtime.js";
 import { orderSupportAgentName } from "./order-support-session.js";
+import { orderSupportSetupFromEnv } from "./order-support-setup.js";
 import { ProgressRenderer } from "./progress-renderer.js";
 import { runTerminalDemo } from "./run-terminal-demo.js";
 
 const defaultConversation = ["look up order 1001", "cancel order 1002"];
-const usage = `usage: demo [--yes | --reject "<message>"] [--timeout <seconds>] [message ...]
+const usage = `usage: demo [--framework <name>] [--yes | --reject "<message>"] [--timeout <seconds>] [message ...]
+  --framework <name>  ${orderSupportFrameworks.join(" or ")} (default openai-agents)
   --yes, -y           approve every tool call that needs approval
   --reject <message>  reject every such call, telling the model <message>
   --timeout <s>       give up after this many seconds (default: 120 when nobody is asked, none otherwise)
@@ -34,6 +36,7 @@ async function main(): Promise<number> {
         yes: { type: "boolean", short: "y" },
         reject: { type: "string" },
         timeout: { type: "string" },
+        framework: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -57,6 +60,13 @@ async function main(): Promise<number> {
     console.error(`--timeout needs a positive number of seconds\n${usage}`);
     return 2;
   }
+  let framework: OrderSupportFramework;
+  try {
+    framework = parseOrderSupportFramework(values.framework, "--framework");
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\n${usage}`);
+    return 2;
+  }
   const messages = positionals.length > 0 ? positionals : defaultConversation;
 
   let decide: ApprovalDecider;
@@ -65,16 +75,16 @@ async function main(): Promise<number> {
   else if (interactive) decide = askOnTerminal(process.stdin, process.stdout);
   else decide = approveAutomatically("approved automatically (stdin is not a TTY)");
 
-  const choice = orderSupportModelFromEnv(process.env);
+  const setup = orderSupportSetupFromEnv(framework, process.env);
   const live = process.stdout.isTTY === true;
   const renderer = new ProgressRenderer({ write: (text) => process.stdout.write(text) }, {
     live,
     color: live && !process.env.NO_COLOR,
     ...(process.stdout.columns ? { columns: process.stdout.columns } : {}),
   });
-  renderer.line(`order support demo (model: ${choice.description}; store: in memory)`);
+  renderer.line(`order support demo (framework: ${setup.framework}; model: ${setup.modelDescription}; store: in memory)`);
 
-  const runtime = startOrderSupportRuntime({ model: choice.model });
+  const runtime = startOrderSupportRuntime({ session: setup.createSession });
   const timeout = timeoutSeconds === null ? undefined : AbortSignal.timeout(timeoutSeconds * 1000);
   try {
     const result = await runTerminalDemo({

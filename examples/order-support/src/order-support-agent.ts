@@ -8,14 +8,9 @@ import { Agent, type Model } from "@openai/agents";
 import { durableTool } from "@durable-agents/openai-agents";
 import { z } from "zod";
 import type { OrderDesk } from "./order-desk.js";
+import { orderSupportInstructions } from "./order-support-instructions.js";
 
-export const orderSupportInstructions = [
-  "You are the support desk of a small online shop.",
-  "Use look_up_order to answer questions about an order, and cancel_order to cancel one.",
-  "Only cancel an order when the customer asks for it. An order that has shipped cannot be cancelled.",
-  "When a tool reports a failure or a person rejects a call, tell the customer plainly what happened.",
-  "Answer in one or two short sentences.",
-].join(" ");
+export { orderSupportInstructions };
 
 export function createOrderSupportAgent(desk: OrderDesk, model: Model | string): Agent {
   const lookUpOrder = durableTool({

@@ -4,19 +4,28 @@
  * client. Every process that starts sessions builds the same definition.
  */
 import type { Model } from "@openai/agents";
-import { SessionClient, Worker, type SessionDefinition, type SessionStore } from "@durable-agents/core";
+import { InvalidInputError, SessionClient, Worker, type SessionDefinition, type SessionStore } from "@durable-agents/core";
 import { MemoryStore } from "@durable-agents/store-memory";
 import { OrderDesk } from "./order-desk.js";
 import { createOrderSupportSession, orderSupportAgentName } from "./order-support-session.js";
 
-export interface OrderSupportRuntimeOptions {
+interface RuntimeBaseOptions {
   /** Default: a new `MemoryStore`, closed by `stop()`. */
   readonly store?: SessionStore;
   readonly desk?: OrderDesk;
-  readonly model: Model | string;
   /** Passed to the worker. */
   readonly leaseTtlMs?: number;
 }
+
+/**
+ * Either `model`: the Agents SDK session on that model; or `session`: builds the definition over the
+ * desk (any framework, for example `orderSupportSetupFromEnv(...).createSession`).
+ */
+export type OrderSupportRuntimeOptions = RuntimeBaseOptions &
+  (
+    | { readonly model: Model | string; readonly session?: undefined }
+    | { readonly session: (desk: OrderDesk) => SessionDefinition; readonly model?: undefined }
+  );
 
 export interface OrderSupportRuntime {
   readonly store: SessionStore;
@@ -32,7 +41,10 @@ export function startOrderSupportRuntime(options: OrderSupportRuntimeOptions): O
   const ownStore = options.store === undefined;
   const store = options.store ?? new MemoryStore();
   const desk = options.desk ?? new OrderDesk();
-  const definition = createOrderSupportSession(desk, options.model);
+  const definition = options.session !== undefined ? options.session(desk) : createOrderSupportSession(desk, options.model);
+  if (definition.name !== orderSupportAgentName) {
+    throw new InvalidInputError(`the order support session must be named "${orderSupportAgentName}", not "${definition.name}"`);
+  }
   const client = new SessionClient({ store, agents: [orderSupportAgentName] });
   const worker = new Worker({
     store,

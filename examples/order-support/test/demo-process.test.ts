@@ -48,6 +48,7 @@ describe("the terminal demo as a child process", () => {
     const run = await runDemo([]);
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
+    expect(run.stdout).toContain("(framework: openai-agents; model: demo model (local, no API key needed); store: in memory)");
     expect(run.stdout).toContain("› look up order 1001");
     expect(run.stdout).toContain("› cancel order 1002");
     expect(stepLines(run.stdout)).toEqual([
@@ -72,6 +73,34 @@ describe("the terminal demo as a child process", () => {
     expect(run.stdout).toMatch(/done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002/);
   });
 
+  it("runs the same conversation on the AI SDK with --framework ai-sdk: the same steps, approval and answers", async () => {
+    const run = await runDemo(["--framework", "ai-sdk"]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("order support demo (framework: ai-sdk; model: demo model (local, no API key needed); store: in memory)");
+    expect(run.stdout).toContain("› look up order 1001");
+    expect(run.stdout).toContain("› cancel order 1002");
+    expect(stepLines(run.stdout)).toEqual([
+      "✓ RunModel",
+      "✓ CallTool look_up_order",
+      "✓ ResumeTurn",
+      "✓ RunModel",
+      "✓ RunModel",
+      "✓ AwaitToolApproval cancel_order",
+      "✓ CallSingleAttemptTool cancel_order",
+      "✓ ResumeTurn",
+      "✓ RunModel",
+    ]);
+    expect(run.stdout).toContain("cancel_order needs approval: approved automatically (stdin is not a TTY)");
+    expect(run.stdout).toContain(
+      "◆ answer: I looked up order 1001: Order 1001 for Ada: 1 x mechanical keyboard (KB-87), 2 x USB-C cable (CB-02). Status: shipped.",
+    );
+    expect(run.stdout).toContain("◆ answer: I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).");
+    expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeGreaterThan(-1);
+    expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeLessThan(run.stdout.indexOf("◆ answer: I asked to cancel"));
+    expect(run.stdout).toMatch(/done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002/);
+  });
+
   it("rejects with --reject, and the model is told why", async () => {
     const run = await runDemo(["--reject", "I changed my mind", "cancel order 1002"]);
     expect(run.code).toBe(0);
@@ -87,5 +116,9 @@ describe("the terminal demo as a child process", () => {
     const badTimeout = await runDemo(["--timeout", "0"]);
     expect(badTimeout.code).toBe(2);
     expect(badTimeout.stderr).toContain("--timeout needs a positive number of seconds");
+    const badFramework = await runDemo(["--framework", "langchain"]);
+    expect(badFramework.code).toBe(2);
+    expect(badFramework.stderr).toContain('--framework must be one of openai-agents, ai-sdk, not "langchain"');
+    expect(badFramework.stdout).toBe("");
   });
 });

@@ -4,9 +4,12 @@
  */
 import { randomUUID } from "node:crypto";
 import type { SessionSnapshot } from "@durable-agents/core";
+import { OrderSupportAiSdkDemoModel } from "../../src/ai-sdk-demo-model.js";
+import { createAiSdkOrderSupportSession } from "../../src/ai-sdk-order-support-session.js";
 import { createOrderSupportServer } from "../../src/create-order-support-server.js";
 import { OrderSupportDemoModel } from "../../src/demo-model.js";
 import { listen, type Listening } from "../../src/listen.js";
+import type { OrderSupportFramework } from "../../src/order-support-framework.js";
 import { startOrderSupportRuntime, type OrderSupportRuntime } from "../../src/order-support-runtime.js";
 import type { OrderSupportClient } from "../../src/session-client-port.js";
 import { SessionTokens } from "../../src/session-tokens.js";
@@ -31,6 +34,8 @@ export interface RequestOptions {
 }
 
 export interface HarnessOptions {
+  /** The agent's framework, each on its demo model. Default "openai-agents". */
+  readonly framework?: OrderSupportFramework;
   readonly maxTextChars?: number;
   readonly maxBodyBytes?: number;
   readonly keepAliveMs?: number;
@@ -40,8 +45,12 @@ export interface HarnessOptions {
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const tokens = new SessionTokens(`test-key-${randomUUID()}`);
-  const runtime = startOrderSupportRuntime({ model: new OrderSupportDemoModel({ chunkSize: 12, chunkDelayMs: 2 }) });
-  const { serverClient, ...serverOptions } = options;
+  const { serverClient, framework, ...serverOptions } = options;
+  const speed = { chunkSize: 12, chunkDelayMs: 2 };
+  const runtime =
+    framework === "ai-sdk"
+      ? startOrderSupportRuntime({ session: (desk) => createAiSdkOrderSupportSession(desk, new OrderSupportAiSdkDemoModel(speed)) })
+      : startOrderSupportRuntime({ model: new OrderSupportDemoModel(speed) });
   const client = serverClient ? serverClient(runtime.client) : runtime.client;
   const app = createOrderSupportServer({ client, tokens, ...serverOptions });
   let listening: Listening;

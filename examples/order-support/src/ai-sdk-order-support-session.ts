@@ -1,0 +1,22 @@
+/**
+ * The order support session on the Vercel AI SDK: the same name, instructions, tools and policies
+ * as the Agents SDK version (`look_up_order` a read, `cancel_order` a non-idempotent write that
+ * waits for a person's approval and runs at most once), built with `aiSdkSession`.
+ */
+import type { SessionDefinition } from "@durable-agents/core";
+import { aiSdkSession } from "@durable-agents/ai-sdk";
+import type { LanguageModel } from "ai";
+import { createOrderSupportAiSdkTools } from "./ai-sdk-order-support-tools.js";
+import type { OrderDesk } from "./order-desk.js";
+import { orderSupportInstructions } from "./order-support-instructions.js";
+import { orderSupportAgentName, orderSupportPolicies } from "./order-support-session.js";
+
+export function createAiSdkOrderSupportSession(desk: OrderDesk, model: LanguageModel): SessionDefinition {
+  return aiSdkSession({
+    name: orderSupportAgentName,
+    model,
+    instructions: orderSupportInstructions,
+    tools: createOrderSupportAiSdkTools(desk),
+    policies: orderSupportPolicies,
+  });
+}
