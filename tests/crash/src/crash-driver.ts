@@ -89,6 +89,22 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A failure that is not the client's typed answer: the database was away. Retried. */
 const isTransient = (error: unknown) => !DurableAgentsError.isInstance(error);
 
+/** An error line of a worker process that says the database was unreachable or went away. */
+export function isConnectionError(line: string): boolean {
+  let parsed: { message?: string; code?: string | null };
+  try {
+    parsed = JSON.parse(line) as { message?: string; code?: string | null };
+  } catch {
+    return false;
+  }
+  // PostgreSQL's classes 08 (connection exception) and 57 (operator intervention: shutdown, restart).
+  if (typeof parsed.code === "string" && /^(08|57)/.test(parsed.code)) return true;
+  if (typeof parsed.code === "string" && /^E(CONN|PIPE|TIMEDOUT)/.test(parsed.code)) return true;
+  return /ECONNREFUSED|ECONNRESET|EPIPE|Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|the database system is (starting up|shutting down|not yet accepting)/i.test(
+    parsed.message ?? "",
+  );
+}
+
 interface Tracker {
   readonly plan: PlannedSession;
   cursor: number;
@@ -155,6 +171,8 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
     onWorkerError: (line) => {
       const kind = messageKind(line);
       counts.workerErrors[kind] = (counts.workerErrors[kind] ?? 0) + 1;
+      // A worker may report the database being away; anything else is the engine failing.
+      if (!isConnectionError(line)) violations.push(`a worker reported an error that is not a lost connection: ${line.slice(0, 300)}`);
     },
   });
 

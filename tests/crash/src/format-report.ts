@@ -34,7 +34,7 @@ export function summarizeViolations(violations: readonly string[]): string[] {
   const kinds = new Map<string, { count: number; first: string }>();
   for (const violation of violations) {
     const kind = violation
-      .replace(/^[^:]+: /, "")
+      .replace(/^[^\s:]+: /, "")
       .replace(/call_[0-9a-f]+_\d+_\d+/g, "<call>")
       .replace(/turn-\d+/g, "turn-N")
       .replace(/\d+(\.\d+)?/g, "N");

@@ -1,5 +1,5 @@
 export { CRASH_AGENT, crashAgent, crashToolNames, crashTools, type CrashAgentOptions, type CrashToolName } from "./crash-agent.js";
-export { runCrashScenario, type CrashRunCounts, type CrashRunOptions, type CrashRunResult } from "./crash-driver.js";
+export { isConnectionError, runCrashScenario, type CrashRunCounts, type CrashRunOptions, type CrashRunResult } from "./crash-driver.js";
 export {
   createExecutionTable,
   EXECUTION_TABLE,

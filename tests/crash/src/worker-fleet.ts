@@ -109,7 +109,8 @@ export class WorkerFleet {
       "--failure-rate", String(o.failureRate),
       "--concurrency", String(o.concurrency ?? 16),
     ];
-    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+    // stdin is a pipe the worker watches: if this process dies, the worker ends too (no orphans).
+    const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
     if (child.pid === undefined) throw new Error("could not start a worker process");
     const life: WorkerLife = { pid: child.pid, startedAt: Date.now(), readyAt: null, killedAt: null, exitedAt: null, exit: null };
     this.lives.push(life);

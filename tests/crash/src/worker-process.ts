@@ -3,8 +3,9 @@
  * One worker process of the crash suites: `node dist/worker-process.js --database-url <url>
  * [--lease-ttl-ms 1500] [--poll-interval-ms 100] [--failure-rate 0.2] [--concurrency 16]`
  * (or `CRASH_DATABASE_URL` in the environment). It runs a core `Worker` over `PostgresStore` until
- * it is killed; SIGTERM stops it gracefully. It prints `{"ready":<pid>}` once it leases, and every
- * error the worker reports as one JSON line on stderr.
+ * it is killed. SIGTERM stops it gracefully; it also exits when its stdin closes (its parent is
+ * gone). It prints `{"ready":<pid>}` once it listens, and every error the worker reports as one
+ * JSON line on stderr.
  */
 import pg from "pg";
 import { Worker } from "@durable-agents/core";
@@ -51,6 +52,11 @@ const worker = new Worker({
 worker.start();
 await store.listening();
 process.stdout.write(`${JSON.stringify({ ready: process.pid })}\n`);
+
+// The parent holds our stdin open; when it is gone (it died or was killed), so are we.
+process.stdin.on("end", () => process.exit(1));
+process.stdin.on("error", () => process.exit(1));
+process.stdin.resume();
 
 process.once("SIGTERM", () => {
   void (async () => {
