@@ -1,4 +1,5 @@
 /** The machine a run measured: every figure is only comparable with figures of the same machine. */
+import { spawnSync } from "node:child_process";
 import { cpus, loadavg, totalmem, platform, release } from "node:os";
 
 export interface MachineInfo {
@@ -9,6 +10,16 @@ export interface MachineInfo {
   readonly os: string;
   /** 1-minute load average when the run started (other processes share the machine). */
   readonly loadAverageAtStart: number;
+  /** The repository's commit, and whether the measured packages had changes not committed. */
+  readonly commit: string;
+}
+
+/** `git rev-parse --short HEAD`, with "+changes" when packages/ or bench/ differ from it. */
+function commitOf(): string {
+  const head = spawnSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" });
+  if (head.status !== 0) return "unknown";
+  const dirty = spawnSync("git", ["status", "--porcelain", "--", "packages", "bench"], { encoding: "utf8" });
+  return `${head.stdout.trim()}${dirty.stdout.trim().length > 0 ? "+changes" : ""}`;
 }
 
 export function machineInfo(): MachineInfo {
@@ -20,5 +31,6 @@ export function machineInfo(): MachineInfo {
     node: process.version,
     os: `${platform()} ${release()}`,
     loadAverageAtStart: Math.round(loadavg()[0]! * 100) / 100,
+    commit: commitOf(),
   };
 }

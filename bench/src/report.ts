@@ -142,7 +142,7 @@ export function renderReport(r: BenchResults): string {
   out.push(
     `Machine: ${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}, PostgreSQL ${r.postgres.version} ` +
       `(${r.postgres.server}, fsync ${r.postgres.fsync}, synchronous_commit ${r.postgres.synchronousCommit}), load ${m.loadAverageAtStart} at start; ` +
-      `mode ${r.mode}, ${f(r.durationSeconds, 0)} s`,
+      `mode ${r.mode}, ${f(r.durationSeconds, 0)} s, commit ${m.commit}`,
   );
   const w = r.workload;
   out.push(`Workload: ${w.sessions} sessions x ${w.turnsPerSession} turns x ${w.toolCallsPerTurn} tool calls = ${w.stepsPerTurn} steps per turn; ${w.stepDefinition}`);
