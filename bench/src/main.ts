@@ -18,6 +18,7 @@ import { machineInfo } from "./machine-info.js";
 import { MeasuringStore } from "./measuring-store.js";
 import { FloorProbe, counterDelta, readCounters, serverInfo, type Counters } from "./postgres-probe.js";
 import { RawSdkPhase } from "./raw-sdk-phase.js";
+import { probeModelStep, type ModelStepProbe } from "./model-step-probe.js";
 import { runPacedEvents } from "./paced-event-phase.js";
 import { judgeTargets, renderReport, type BenchResults, type LatencyFigures, type StepFigures } from "./report.js";
 import { percentile, summarize } from "./stats.js";
@@ -32,6 +33,7 @@ interface Sizes {
   readonly throughput: { sessions: number; turns: number; concurrency: number };
   readonly pacedTurns: number;
   readonly throughputRounds: number;
+  readonly probeRounds: number;
 }
 
 const FULL: Sizes = {
@@ -41,6 +43,7 @@ const FULL: Sizes = {
   throughput: { sessions: 64, turns: 3, concurrency: 16 },
   pacedTurns: 10,
   throughputRounds: 3,
+  probeRounds: 15,
 };
 
 const QUICK: Sizes = {
@@ -50,6 +53,7 @@ const QUICK: Sizes = {
   throughput: { sessions: 12, turns: 2, concurrency: 16 },
   pacedTurns: 3,
   throughputRounds: 1,
+  probeRounds: 3,
 };
 
 const GROWTH_LEVELS = [10, 100, 1000] as const;
@@ -193,6 +197,14 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
     };
     const growthMemory = await runGrowthPhase({ store: measuring, meter: memoryMeter, prefix: "gm", levels: GROWTH_LEVELS, sessionsPerLevel: sizes.growthSessions, toolCalls: size.toolCalls });
 
+    log("the adapter's model step next to a raw SDK model call, on the same stored histories");
+    const modelStep: ModelStepProbe[] = [];
+    for (const items of GROWTH_LEVELS) {
+      // The first `items` items are the seed turns of a growth session (whole turns).
+      const stored = (await measuring.readHistory(`gm-h${items}-s0`)).slice(0, items);
+      modelStep.push(await probeModelStep(stored, sizes.probeRounds));
+    }
+
     log("growth on store-postgres");
     const growthStore = new PostgresStore({ pool, schema: "bench_growth" });
     stores.push(growthStore);
@@ -270,6 +282,7 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
         memory: minusRaw(growthMemory, growthRaw),
         postgres: minusRaw(growthPostgres, growthRaw),
         rawSdkReference: growthRaw,
+        modelStep,
         bytesUnit: { memory: memoryMeter.unit, postgres: pgMeter.unit },
       },
       throughput: {

@@ -4,6 +4,7 @@ import type { ServerInfo } from "./postgres-probe.js";
 import type { Summary } from "./stats.js";
 import type { GrowthLevel } from "./growth-phase.js";
 import type { ThroughputResult } from "./throughput-phase.js";
+import type { ModelStepProbe } from "./model-step-probe.js";
 
 export interface StepFigures {
   readonly steps: number;
@@ -69,6 +70,8 @@ export interface BenchResults {
     readonly memory: GrowthLevel[];
     readonly postgres: GrowthLevel[];
     readonly rawSdkReference: GrowthLevel[];
+    /** The adapter's model step next to a raw SDK model call on the same histories. */
+    readonly modelStep: ModelStepProbe[];
     readonly bytesUnit: { readonly memory: string; readonly postgres: string };
   };
   readonly throughput: {
@@ -179,6 +182,20 @@ export function renderReport(r: BenchResults): string {
   addGrowth("store-postgres (WAL bytes)", r.growth.postgres);
   addGrowth("raw SDK (reference)", r.growth.rawSdkReference);
   out.push(table(growthRows));
+  out.push("");
+  out.push(
+    table([
+      ["adapter model step vs raw SDK model call", "history items", "first step ms", "resumed step ms", "raw SDK call ms", "saved run state chars"],
+      ...r.growth.modelStep.map((p) => [
+        "median",
+        String(p.historyItems),
+        f(p.adapterFirstStepMs, 3),
+        f(p.adapterResumedStepMs, 3),
+        f(p.rawModelCallMs, 3),
+        String(p.runStateChars),
+      ]),
+    ]),
+  );
   out.push("");
   const partRows: string[][] = [["store-memory bytes per step by part", ...r.growth.memory.map((l) => `${l.historyItems} items`)]];
   for (const part of Object.keys(r.growth.memory[0]?.bytesPerStepByPart ?? {})) {

@@ -64,6 +64,11 @@ describe("pnpm bench --quick", () => {
         expect(isFigure(level.overheadMs)).toBe(true);
       }
 
+      expect(r.growth.modelStep.map((p) => p.historyItems)).toEqual([10, 100, 1000]);
+      for (const p of r.growth.modelStep) {
+        for (const value of [p.adapterFirstStepMs, p.adapterResumedStepMs, p.rawModelCallMs, p.runStateChars]) expect(value).toBeGreaterThan(0);
+      }
+
       expect(r.throughput.runs.map((t) => t.processes)).toEqual([1, 2, 4]);
       expect(r.throughput.allRuns).toHaveLength(3 * r.throughput.rounds);
       for (const t of r.throughput.runs) {
