@@ -6,9 +6,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { dirname } from "node:path";
 import pg from "pg";
+import { InvalidInputError } from "@durable-agents/core";
+import { parseArgs, type Args } from "./cli-args.js";
 import { MemoryStore } from "@durable-agents/store-memory";
 import { PostgresStore, migrate } from "@durable-agents/store-postgres";
 import { startPostgres, type PostgresServer } from "@durable-agents/store-postgres/testing";
@@ -60,27 +61,6 @@ const GROWTH_LEVELS = [10, 100, 1000] as const;
 const PROCESS_COUNTS = [1, 2, 4] as const;
 const PACED = { chunks: 24, paceMs: 10 } as const;
 
-interface Args {
-  readonly quick: boolean;
-  readonly pgUrl: string | undefined;
-  readonly out: string;
-}
-
-function parseArgs(argv: readonly string[]): Args {
-  let quick = false;
-  let pgUrl = process.env["BENCH_PG_URL"];
-  let out: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "--") continue;
-    if (arg === "--quick") quick = true;
-    else if (arg === "--pg-url") pgUrl = argv[++i];
-    else if (arg === "--out") out = argv[++i];
-    else throw new Error(`unknown argument ${arg}; usage: bench [--quick] [--pg-url <postgres://...>] [--out <file.json>]`);
-  }
-  const results = resolve(dirname(fileURLToPath(import.meta.url)), "..", "results");
-  return { quick, pgUrl, out: resolve(out ?? resolve(results, quick ? "latest-quick.json" : "latest.json")) };
-}
 
 const log = (text: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${text}\n`);
 
@@ -320,6 +300,10 @@ function minusRaw(levels: GrowthLevel[], raw: GrowthLevel[]): GrowthLevel[] {
 main().then(
   () => process.exit(0),
   (error: unknown) => {
+    if (InvalidInputError.isInstance(error)) {
+      console.error((error as Error).message);
+      process.exit(2);
+    }
     console.error(error);
     process.exit(1);
   },
