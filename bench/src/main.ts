@@ -61,7 +61,6 @@ const GROWTH_LEVELS = [10, 100, 1000] as const;
 const PROCESS_COUNTS = [1, 2, 4] as const;
 const PACED = { chunks: 24, paceMs: 10 } as const;
 
-
 const log = (text: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${text}\n`);
 
 /** A turn's steps alternate model call, tool call, ..., model call: even positions are model calls. */
