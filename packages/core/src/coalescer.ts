@@ -6,17 +6,23 @@ import type { ModelDelta } from "./runner.js";
 import type { EventBody } from "./schemas.js";
 
 export interface CoalescerOptions {
+  /** Flush once this many characters are buffered. Default 64. */
   readonly maxChars?: number;
+  /** Flush when no delta came for this long. Default 100 ms. */
   readonly idleMs?: number;
+  /** Flush when the oldest buffered delta is this old, even while deltas keep coming. Default 100 ms. */
+  readonly maxDelayMs?: number;
 }
 
 export class DeltaCoalescer {
   private kind: ModelDelta["kind"] | null = null;
   private buffer = "";
   private timer: ReturnType<typeof setTimeout> | null = null;
+  private deadline: ReturnType<typeof setTimeout> | null = null;
   private pending: Promise<void> = Promise.resolve();
   private readonly maxChars: number;
   private readonly idleMs: number;
+  private readonly maxDelayMs: number;
 
   constructor(
     private readonly turnId: string,
@@ -25,6 +31,7 @@ export class DeltaCoalescer {
   ) {
     this.maxChars = options.maxChars ?? 64;
     this.idleMs = options.idleMs ?? 100;
+    this.maxDelayMs = options.maxDelayMs ?? 100;
   }
 
   push(delta: ModelDelta): void {
@@ -38,6 +45,7 @@ export class DeltaCoalescer {
     }
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => this.flush(), this.idleMs);
+    this.deadline ??= setTimeout(() => this.flush(), this.maxDelayMs);
   }
 
   /** Flushes what is buffered and waits until every flushed event was handed over. */
@@ -46,17 +54,38 @@ export class DeltaCoalescer {
     await this.pending;
   }
 
-  private flush(): void {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    if (this.buffer.length === 0 || this.kind === null) return;
+  /**
+   * Waits until every flushed event was handed over, and returns what is still buffered as events
+   * instead of emitting it (the caller commits them with the step's result).
+   */
+  async finish(): Promise<EventBody[]> {
+    this.stopTimers();
+    await this.pending;
+    const rest = this.take();
+    return rest ? [rest] : [];
+  }
+
+  private stopTimers(): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.deadline) clearTimeout(this.deadline);
+    this.timer = null;
+    this.deadline = null;
+  }
+
+  private take(): EventBody | null {
+    if (this.buffer.length === 0 || this.kind === null) return null;
     const event: EventBody =
       this.kind === "text"
         ? { type: "text_delta", data: { turnId: this.turnId, text: this.buffer } }
         : { type: "reasoning_delta", data: { turnId: this.turnId, text: this.buffer } };
     this.buffer = "";
+    return event;
+  }
+
+  private flush(): void {
+    this.stopTimers();
+    const event = this.take();
+    if (!event) return;
     this.pending = this.pending.then(() => this.emit([event])).catch(() => undefined);
   }
 }

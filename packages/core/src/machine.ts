@@ -43,12 +43,17 @@ export type MachineInput =
   | { readonly type: "recover"; readonly fence: number }
   | {
       readonly type: "model_completed";
+      /** The step this result belongs to; a result for any other step is ignored. */
+      readonly turnId: string;
+      readonly modelStep: number;
       readonly result: RunModelResult;
       /** For `tool_calls` results: the calls with their policies, in model order. */
       readonly calls?: readonly PlannedCall[];
     }
   | {
       readonly type: "model_attempt_failed";
+      readonly turnId: string;
+      readonly modelStep: number;
       readonly error: string;
       readonly now: number;
       readonly maxAttempts: number;
@@ -161,11 +166,12 @@ export function apply(head: SessionHead, input: MachineInput, config: MachineCon
     case "recover":
       t.recover(input.fence);
       break;
+    // A step's result is applied only to the step it belongs to: a late or repeated result changes nothing.
     case "model_completed":
-      t.modelCompleted(input.result, input.calls ?? [], config);
+      if (t.awaitsModelStep(input.turnId, input.modelStep)) t.modelCompleted(input.result, input.calls ?? [], config);
       break;
     case "model_attempt_failed":
-      t.modelAttemptFailed(input, config);
+      if (t.awaitsModelStep(input.turnId, input.modelStep)) t.modelAttemptFailed(input, config);
       break;
     case "turn_failed":
       t.failTurn(input.error, config);
@@ -174,9 +180,11 @@ export function apply(head: SessionHead, input: MachineInput, config: MachineCon
       t.callsStarted(input.toolCallIds);
       break;
     case "call_attempt_failed":
+      if (!t.isRunning(input.toolCallId)) break;
       t.callAttemptFailed(input.toolCallId, input.error, input.now + input.retryDelayMs);
       break;
     case "call_finished":
+      if (!t.isRunning(input.toolCallId)) break;
       if (input.outcome.status === "succeeded") {
         t.finishCall(input.toolCallId, "succeeded", { output: input.outcome.output });
       } else {
@@ -200,6 +208,16 @@ class Draft {
   done(): Transition {
     this.head.status = deriveStatus(this.head);
     return { head: this.head, events: this.events, appendHistory: this.appendHistory };
+  }
+
+  awaitsModelStep(turnId: string, modelStep: number): boolean {
+    const turn = this.head.turn;
+    return isTurnActive(turn) && turn.turnId === turnId && turn.phase === "model" && turn.modelSteps + 1 === modelStep;
+  }
+
+  isRunning(toolCallId: string): boolean {
+    const turn = this.head.turn;
+    return isTurnActive(turn) && currentCalls(turn).some((call) => call.toolCallId === toolCallId && call.status === "running");
   }
 
   private get turn(): Turn {

@@ -57,7 +57,9 @@ class SessionDriver {
   private history: HistoryItem[] | null = null;
   private readonly inflight = new Map<string, Promise<void>>();
   /** Finished steps whose results are not applied yet; a step stays in `inflight` until then. */
-  private readonly completions: { key: string; input: MachineInput | null }[] = [];
+  private readonly completions: { key: string; input: MachineInput | null; events?: EventBody[] }[] = [];
+  /** Whether the inbox may hold entries not applied yet (set by notifications and poll timeouts). */
+  private inboxDirty = true;
   private wakeUp: (() => void) | null = null;
   private commitChain: Promise<unknown> = Promise.resolve();
   private lost = false;
@@ -82,7 +84,10 @@ class SessionDriver {
     this.head = parseSessionHead(stored.head);
     this.version = stored.version;
     const unsubscribe = this.store.subscribe((n) => {
-      if (n.kind === "inbox" && n.sessionId === this.sessionId) this.poke();
+      if (n.kind === "inbox" && n.sessionId === this.sessionId) {
+        this.inboxDirty = true;
+        this.poke();
+      }
     });
     const onAbort = () => this.poke();
     this.options.signal.addEventListener("abort", onAbort);
@@ -101,44 +106,61 @@ class SessionDriver {
     return this.lost || this.options.signal.aborted || LeaseLostError.isInstance(error) || VersionConflictError.isInstance(error);
   }
 
+  /**
+   * One iteration: apply every finished step, every new inbox entry and the start of every tool call
+   * that is ready, in memory, then commit them together (one commit), then launch what is due.
+   */
   private async loop(): Promise<DriveEnd> {
-    await this.transition({ type: "recover", fence: this.options.lease.fence });
+    await this.commitInputs([{ input: { type: "recover", fence: this.options.lease.fence } }]);
     for (;;) {
       if (this.options.signal.aborted || this.lost) return "lost";
-      while (this.completions.length > 0) {
-        const done = this.completions.shift()!;
-        try {
-          if (done.input) await this.transition(done.input);
-        } finally {
-          this.inflight.delete(done.key);
+      const stopping = this.options.stopping();
+      const finished = this.completions.splice(0);
+      const inputs: PendingInput[] = [];
+      for (const done of finished) if (done.input) inputs.push({ input: done.input, events: done.events });
+      if (!stopping && this.inboxDirty) {
+        this.inboxDirty = false;
+        for (const item of await this.store.readInbox(this.sessionId, this.head.inboxCursor)) {
+          const userItem = item.kind === "message" ? this.definition.runner.userItem("message", item.text) : undefined;
+          inputs.push({ input: { type: "inbox", item, ...(userItem ? { userItem } : {}) } });
         }
       }
-      const stopping = this.options.stopping();
-      if (!stopping) await this.consumeInbox();
-      const due = dueSteps(this.head).filter((step) => !this.inflight.has(stepKey(step)));
-      const now = Date.now();
+      let readyTools: DueStep[] = [];
+      const started = await this.commitInputs(inputs, (head) => {
+        if (stopping) return null;
+        const now = Date.now();
+        readyTools = dueSteps(head).filter(
+          (step) => step.kind !== "RunModel" && !this.inflight.has(stepKey(step)) && (step.notBefore === null || step.notBefore <= now),
+        );
+        // The start of every attempt is durable before the tool runs: a crash after this commit is seen.
+        return readyTools.length > 0 ? { type: "calls_started", toolCallIds: readyTools.map(toolCallIdOf) } : null;
+      });
+      for (const done of finished) this.inflight.delete(done.key);
+      if (started) this.launchTools(readyTools);
       if (!stopping) {
-        const ready = due.filter((step) => step.notBefore === null || step.notBefore <= now);
-        const model = ready.find((step) => step.kind === "RunModel");
-        if (model) this.launchModel(model);
-        const tools = ready.filter((step) => step.kind !== "RunModel");
-        if (tools.length > 0) await this.launchTools(tools);
+        const now = Date.now();
+        const model = dueSteps(this.head).find(
+          (step) => step.kind === "RunModel" && !this.inflight.has(stepKey(step)) && (step.notBefore === null || step.notBefore <= now),
+        );
+        if (model?.kind === "RunModel") this.launchModel(model);
       }
       if (this.inflight.size === 0) {
         if (stopping) return "stopped";
-        const later = dueSteps(this.head).filter((step) => step.notBefore !== null && step.notBefore > Date.now());
-        if (later.length === 0 && dueSteps(this.head).length === 0) {
+        if (dueSteps(this.head).length === 0) {
           // Nothing to run; a message or decision that arrived meanwhile keeps us going.
           const inbox = await this.store.readInbox(this.sessionId, this.head.inboxCursor);
           if (inbox.length === 0) return "idle";
+          this.inboxDirty = true;
           continue;
         }
       }
+      if (this.completions.length > 0 || this.inboxDirty) continue;
       const nextDue = dueSteps(this.head)
         .map((step) => step.notBefore)
         .filter((at): at is number => at !== null && at > Date.now());
       const timeout = Math.min(this.options.pollIntervalMs ?? 1000, ...nextDue.map((at) => at - Date.now()));
-      if (this.completions.length === 0) await this.sleep(Math.max(0, timeout));
+      // Woken by a finished step or an inbox notification; a timeout re-reads the inbox in case one was lost.
+      if (!(await this.sleep(Math.max(0, timeout)))) this.inboxDirty = true;
     }
   }
 
@@ -148,45 +170,57 @@ class SessionDriver {
     wake?.();
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** Resolves true when poked, false when `ms` passed. */
+  private sleep(ms: number): Promise<boolean> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
+      const timer = setTimeout(() => finish(false), ms);
       const self = this;
-      function done() {
-        clearTimeout(timer);
-        if (self.wakeUp === done) self.wakeUp = null;
-        resolve();
+      function poked() {
+        finish(true);
       }
-      this.wakeUp = done;
+      function finish(woken: boolean) {
+        clearTimeout(timer);
+        if (self.wakeUp === poked) self.wakeUp = null;
+        resolve(woken);
+      }
+      this.wakeUp = poked;
     });
   }
 
-  private async consumeInbox(): Promise<void> {
-    const items = await this.store.readInbox(this.sessionId, this.head.inboxCursor);
-    for (const item of items) {
-      const userItem = item.kind === "message" ? this.definition.runner.userItem("message", item.text) : undefined;
-      await this.transition({ type: "inbox", item, ...(userItem ? { userItem } : {}) });
-    }
-  }
-
-  /** Applies one input and commits it; nothing is committed when the input changes nothing. */
-  private async transition(input: MachineInput): Promise<void> {
-    const t = apply(this.head, input, this.config);
-    if (t.events.length === 0 && t.appendHistory.length === 0 && JSON.stringify(t.head) === JSON.stringify(this.head)) return;
+  /**
+   * Applies the inputs in order, then `more(head)` once, in memory, and commits the result as one
+   * commit (the events of each input after its `events` prefix). Commits nothing when nothing
+   * changed. Returns whether `more` added an input.
+   */
+  private async commitInputs(inputs: readonly PendingInput[], more?: (head: SessionHead) => MachineInput | null): Promise<boolean> {
+    let head = this.head;
+    const events: EventBody[] = [];
+    const appendHistory: HistoryItem[] = [];
+    const step = (input: MachineInput, prefix: readonly EventBody[] = []) => {
+      const t = apply(head, input, this.config);
+      head = t.head;
+      events.push(...prefix, ...t.events);
+      appendHistory.push(...t.appendHistory);
+    };
+    for (const { input, events: prefix } of inputs) step(input, prefix);
+    const extra = more?.(head) ?? null;
+    if (extra) step(extra);
+    if (events.length === 0 && appendHistory.length === 0 && JSON.stringify(head) === JSON.stringify(this.head)) return false;
     await this.serialized(async () => {
       const result = await this.store.commit({
         sessionId: this.sessionId,
         fence: this.options.lease.fence,
         expectedVersion: this.version,
-        head: t.head,
-        runnable: isRunnable(t.head),
-        appendHistory: t.appendHistory,
-        events: t.events,
+        head,
+        runnable: isRunnable(head),
+        appendHistory,
+        events,
       });
-      this.head = t.head;
+      this.head = head;
       this.version = result.version;
-      this.history?.push(...t.appendHistory);
+      this.history?.push(...appendHistory);
     });
+    return extra !== null;
   }
 
   private async commitEvents(events: EventBody[]): Promise<void> {
@@ -207,10 +241,11 @@ class SessionDriver {
     return run;
   }
 
-  private track(key: string, task: Promise<MachineInput | null>): void {
+  private track(key: string, task: Promise<MachineInput | { input: MachineInput; events: EventBody[] } | null>): void {
     const done = task
-      .then((input) => {
-        this.completions.push({ key, input });
+      .then((result) => {
+        if (result && "input" in result) this.completions.push({ key, input: result.input, events: result.events });
+        else this.completions.push({ key, input: result });
       })
       .catch(() => {
         this.lost = true;
@@ -230,7 +265,7 @@ class SessionDriver {
     const turn = head.turn!;
     const { runner, policies, tools, modelRetry } = this.definition;
     const toolNames = new Set(tools.map((tool) => tool.name));
-    const task = (async (): Promise<MachineInput | null> => {
+    const task = (async (): Promise<{ input: MachineInput; events: EventBody[] }> => {
       const history = [...(await this.loadHistory())];
       const coalescer = new DeltaCoalescer(turn.turnId, (events) => this.commitEvents(events), this.options.coalescing);
       let result: RunModelResult;
@@ -248,16 +283,20 @@ class SessionDriver {
         });
         validateModelResult(result);
       } catch (error) {
-        await coalescer.close();
-        return {
+        // Deltas still buffered go into the same commit as the step's result.
+        const events = await coalescer.finish();
+        const input: MachineInput = {
           type: "model_attempt_failed",
+          turnId: turn.turnId,
+          modelStep: step.modelStep,
           error: errorText(error),
           now: Date.now(),
           maxAttempts: modelRetry.maxAttempts,
           retryDelayMs: backoffDelay(modelRetry, turn.modelAttempts + 1),
         };
+        return { input, events };
       }
-      await coalescer.close();
+      const events = await coalescer.finish();
       const calls: PlannedCall[] =
         result.kind === "tool_calls"
           ? result.calls.map((call) => ({
@@ -268,15 +307,13 @@ class SessionDriver {
               ...(toolNames.has(call.name) ? {} : { invalid: `the agent has no tool named "${call.name}"` }),
             }))
           : [];
-      return { type: "model_completed", result, calls };
+      return { input: { type: "model_completed", turnId: turn.turnId, modelStep: step.modelStep, result, calls }, events };
     })();
     this.track(stepKey(step), task);
   }
 
-  private async launchTools(steps: readonly DueStep[]): Promise<void> {
-    const ids = steps.map((step) => (step.kind === "RunModel" ? "" : step.toolCallId));
-    // The start of every attempt is durable before the tool runs: a crash after this point is seen.
-    await this.transition({ type: "calls_started", toolCallIds: ids });
+  /** Runs tool calls whose start was just committed. */
+  private launchTools(steps: readonly DueStep[]): void {
     const turn = this.head.turn!;
     for (const step of steps) {
       if (step.kind === "RunModel") continue;
@@ -323,6 +360,10 @@ class SessionDriver {
     }
   }
 }
+
+type PendingInput = { readonly input: MachineInput; readonly events?: readonly EventBody[] | undefined };
+
+const toolCallIdOf = (step: DueStep): string => (step.kind === "RunModel" ? "" : step.toolCallId);
 
 function stepKey(step: DueStep): string {
   return step.kind === "RunModel" ? `model:${step.turnId}:${step.modelStep}` : `tool:${step.turnId}:${step.toolCallId}`;

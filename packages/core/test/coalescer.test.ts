@@ -32,3 +32,27 @@ describe("DeltaCoalescer", () => {
     expect(out).toHaveLength(1);
   });
 });
+
+describe("DeltaCoalescer limits", () => {
+  it("flushes when the oldest buffered delta is maxDelayMs old, even while deltas keep coming", async () => {
+    const out: EventBody[] = [];
+    const c = new DeltaCoalescer("turn-1", async (events) => void out.push(...events), { idleMs: 1_000, maxDelayMs: 40 });
+    for (let i = 0; i < 6; i++) {
+      c.push({ kind: "text", text: "ab" });
+      await new Promise((resolve) => setTimeout(resolve, 15));
+    }
+    expect(out.length).toBeGreaterThanOrEqual(1);
+    const rest = await c.finish();
+    const joined = [...out, ...rest].map((e) => (e.type === "text_delta" ? e.data.text : "")).join("");
+    expect(joined).toBe("ab".repeat(6));
+  });
+
+  it("finish() hands back what is still buffered instead of emitting it", async () => {
+    const out: EventBody[] = [];
+    const c = new DeltaCoalescer("turn-1", async (events) => void out.push(...events));
+    c.push({ kind: "text", text: "tail" });
+    expect(texts(await c.finish())).toEqual(["text_delta:tail"]);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(out).toEqual([]);
+  });
+});

@@ -28,6 +28,8 @@ function run(head: SessionHead, ...inputs: MachineInput[]) {
   return { head, events, history };
 }
 
+/** Inputs for the model step that is due, whatever it is, for brevity. */
+let modelStep = { turnId: "turn-1", modelStep: 1 };
 const message = (seq: number, text: string): MachineInput => ({
   type: "inbox",
   item: { seq, kind: "message", text, messageId: null },
@@ -36,6 +38,7 @@ const message = (seq: number, text: string): MachineInput => ({
 
 const toolCalls = (...calls: [string, "read" | "non_idempotent_write", boolean][]): MachineInput => ({
   type: "model_completed",
+  ...modelStep,
   result: {
     kind: "tool_calls",
     calls: calls.map(([id, name]) => ({ toolCallId: id, name, arguments: "{}", needsApproval: false })),
@@ -127,7 +130,7 @@ describe("the session state machine", () => {
     expect(head.queue.map((q) => q.text)).toEqual(["second"]);
     const failed = run(
       head,
-      ...[1, 2].map((n): MachineInput => ({ type: "model_attempt_failed", error: `boom ${n}`, now: 0, maxAttempts: 2, retryDelayMs: 10 })),
+      ...[1, 2].map((n): MachineInput => ({ type: "model_attempt_failed", turnId: "turn-1", modelStep: 1, error: `boom ${n}`, now: 0, maxAttempts: 2, retryDelayMs: 10 })),
     );
     head = failed.head;
     expect(failed.events).toContain("turn_failed");
@@ -140,12 +143,39 @@ describe("the session state machine", () => {
   it("fails a turn that exceeds its model steps", () => {
     let { head } = run(fresh(), message(1, "loop"));
     for (let i = 1; i <= 5; i++) {
+      modelStep = { turnId: "turn-1", modelStep: i };
       head = run(head, toolCalls([`c${i}`, "read", false])).head;
       if (head.turn?.phase !== "tools") break;
       head = run(head, { type: "calls_started", toolCallIds: [`c${i}`] }, { type: "call_finished", toolCallId: `c${i}`, outcome: { status: "succeeded", output: "x" } }).head;
     }
     expect(head.turn?.phase).toBe("failed");
     expect(head.turn?.error).toMatch(/limit of 5 model steps/);
+    modelStep = { turnId: "turn-1", modelStep: 1 };
+  });
+
+  it("ignores a step result that belongs to another step: late, repeated, or of an earlier turn", () => {
+    let { head } = run(fresh(), message(1, "first"), toolCalls(["a", "read", false]));
+    head = run(head, { type: "calls_started", toolCallIds: ["a"] }).head;
+    // A second result for the model step that already completed changes nothing.
+    expect(apply(head, toolCalls(["b", "read", false]), config)).toEqual({ head, events: [], appendHistory: [] });
+    head = run(head, { type: "call_finished", toolCallId: "a", outcome: { status: "succeeded", output: "A" } }).head;
+    const repeated = apply(head, { type: "call_finished", toolCallId: "a", outcome: { status: "failed", message: "late" } }, config);
+    expect(repeated.events).toEqual([]);
+    expect(repeated.head).toEqual(head);
+    const late = apply(head, { type: "call_attempt_failed", toolCallId: "zzz", error: "x", now: 0, retryDelayMs: 1 }, config);
+    expect(late.events).toEqual([]);
+    // A model result for turn 1's next step, after turn 1 ended and turn 2 began, is not applied to turn 2.
+    const final: MachineInput = {
+      type: "model_completed",
+      turnId: "turn-1",
+      modelStep: 2,
+      result: { kind: "final", items: [], text: "done", usage },
+    };
+    head = run(head, final, message(2, "second")).head;
+    expect(head.turn?.turnId).toBe("turn-2");
+    const stale = apply(head, final, config);
+    expect(stale.events).toEqual([]);
+    expect(stale.head.turn?.phase).toBe("model");
   });
 });
 
@@ -154,6 +184,8 @@ describe("calls that cannot run", () => {
     const head0 = newSessionHead("s1", "agent", "2026-11-29T00:00:00.000Z");
     const { head } = run(head0, message(1, "go"), {
       type: "model_completed",
+      turnId: "turn-1",
+      modelStep: 1,
       result: { kind: "tool_calls", calls: [], runState: "state", usage },
       calls: [
         { toolCallId: "x", name: "no_such_tool", arguments: "{}", effect: "unclassified", needsApproval: true, invalid: "the agent has no tool named \"no_such_tool\"" },
