@@ -49,7 +49,7 @@ import {
 import { gateAgentGraph, readAgentGraph, type AgentGraph, type GraphTool } from "./agent-graph.js";
 import { durableToolInfo } from "./durable-tool.js";
 import { displayOf, toHistoryItem } from "./display.js";
-import { decodeRunState, encodeRunState } from "./run-state-codec.js";
+import { decodeRunState, encodeRunState, historyHolds, type HistoryPrefix } from "./run-state-codec.js";
 
 export interface OpenAIAgentsRunnerOptions {
   /** A model (or model name) for every agent of the graph, as the SDK `Runner`'s `model`. Default: each agent's own. */
@@ -68,6 +68,19 @@ export interface OpenAIAgentsRunnerOptions {
   readonly context?: unknown;
   /** Leave the session history out of the saved run state (restored from the history on resume). Default true. */
   readonly compactRunState?: boolean;
+  /**
+   * How many live SDK run states the runner keeps between the steps of a turn (default 32; 0 keeps
+   * none). A step that returns tool calls leaves its state here under the exact run state string
+   * it returned; the next step with that string and the same history objects takes it (once) and
+   * skips decoding and `RunState.fromString`. Any other step decodes, with the same result.
+   */
+  readonly liveRunStates?: number;
+}
+
+/** A turn's SDK state kept in memory between its steps, and the history part of its input. */
+interface LiveRunState {
+  readonly state: RunState<any, Agent<any, any>>;
+  readonly prefix: HistoryPrefix;
 }
 
 /** The text the SDK's default tool error handler gives instead of the error (agent tools use it). */
@@ -105,6 +118,9 @@ export class OpenAIAgentsRunner implements Runner {
   readonly #descriptions: readonly ToolDescription[];
   readonly #outcomes = new AsyncLocalStorage<Outcomes>();
   readonly #nestedRunConfig: Partial<RunConfig>;
+  readonly #liveLimit: number;
+  /** Live states by the exact run state string returned with them, oldest first. */
+  readonly #live = new Map<string, LiveRunState>();
 
   constructor(agent: Agent<any, any>, options: OpenAIAgentsRunnerOptions = {}) {
     this.agent = agent;
@@ -120,6 +136,9 @@ export class OpenAIAgentsRunner implements Runner {
     this.#maxTurns = maxTurns;
     this.#context = options.context;
     this.#compact = options.compactRunState ?? true;
+    const liveLimit = options.liveRunStates ?? 32;
+    if (!Number.isInteger(liveLimit) || liveLimit < 0) throw new InvalidInputError("liveRunStates must be a non-negative integer");
+    this.#liveLimit = liveLimit;
     this.#gated = gateAgentGraph(this.#graph, { recordedOutput: (name, callId) => this.#recordedOutput(name, callId) });
     const config: Partial<RunConfig> = { tracingDisabled: true, ...options.runConfig };
     if (options.model !== undefined) config.model = options.model;
@@ -159,14 +178,29 @@ export class OpenAIAgentsRunner implements Runner {
     let runInput: AgentInputItem[] | RunState<any, Agent<any, any>>;
     let responsesBefore = 0;
     const outcomes = new Map<string, RecordedOutcome>();
+    let known: HistoryPrefix | undefined;
     if (input.runState === null) {
       runInput = history.map((entry) => entry.item as AgentInputItem);
     } else {
-      const saved = decodeRunState(input.runState, history);
-      const state =
-        this.#context === undefined
-          ? await RunState.fromString(this.#gated, saved)
-          : await RunState.fromStringWithContext(this.#gated, saved, new RunContext(this.#context));
+      let state: RunState<any, Agent<any, any>>;
+      const live = this.#takeLive(input.runState, history);
+      if (live) {
+        state = live.state;
+        known = live.prefix;
+      } else {
+        const saved = decodeRunState(input.runState, history);
+        state =
+          this.#context === undefined
+            ? await RunState.fromString(this.#gated, saved.sdkState)
+            : await RunState.fromStringWithContext(this.#gated, saved.sdkState, new RunContext(this.#context));
+        if (saved.historyItems.length > 0) {
+          // The SDK gets its own copy of the history items, as on the first step of a turn.
+          const original = structuredClone(saved.historyItems) as AgentInputItem[];
+          const rest = state._originalInput;
+          state._originalInput = [...original, ...(Array.isArray(rest) ? rest : [])];
+          known = { p: original.length, h: saved.h, original, history: saved.historyItems };
+        }
+      }
       responsesBefore = state._modelResponses.length;
       for (const outcome of input.outcomes) outcomes.set(outcome.toolCallId, outcome);
       for (const item of state.getInterruptions()) {
@@ -221,12 +255,9 @@ export class OpenAIAgentsRunner implements Runner {
           needsApproval: await frameworkApproval(entry.tool, args, result.runContext, raw.callId),
         });
       }
-      return {
-        kind: "tool_calls",
-        calls,
-        runState: encodeRunState(result.state.toString(), history, this.#compact),
-        usage,
-      };
+      const encoded = encodeRunState(result.state, history, this.#compact, known);
+      this.#keepLive(encoded.runState, { state: result.state, prefix: encoded.prefix });
+      return { kind: "tool_calls", calls, runState: encoded.runState, usage };
     }
 
     const finalOutput = result.finalOutput;
@@ -295,6 +326,25 @@ export class OpenAIAgentsRunner implements Runner {
     }
     const output = await invoke();
     return { status: "succeeded", output: typeof output === "string" ? output : JSON.stringify(output) ?? "" };
+  }
+
+  /** Takes (and drops) the live state saved under this exact string, if the history is the same objects. */
+  #takeLive(runState: string, history: readonly HistoryItem[]): LiveRunState | undefined {
+    const live = this.#live.get(runState);
+    if (!live) return undefined;
+    this.#live.delete(runState);
+    return historyHolds(history, live.prefix.history, live.prefix.p) ? live : undefined;
+  }
+
+  #keepLive(runState: string, live: LiveRunState): void {
+    if (this.#liveLimit === 0) return;
+    // An equal string saved before (another session, a repeated step) serializes the same state.
+    this.#live.delete(runState);
+    this.#live.set(runState, live);
+    for (const key of this.#live.keys()) {
+      if (this.#live.size <= this.#liveLimit) break;
+      this.#live.delete(key);
+    }
   }
 
   #recordedOutput(name: string, callId: string | undefined): string {

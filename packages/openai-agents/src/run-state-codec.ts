@@ -2,11 +2,17 @@
  * The run state this runner hands the engine: the SDK's serialized `RunState` without the part of
  * its `originalInput` that is the session's stored history. The SDK writes the turn's whole input
  * into its state; the engine already stores that history, so the state keeps only how many items
- * were left out and a hash of them, and `decode` puts them back from the history it is given. The
+ * were left out and a hash of them, and `decode` hands them back from the history it is given. The
  * rest (the SDK's bookkeeping of the running turn, repetitive JSON) is gzipped.
+ *
+ * Cost: the SDK serializes (and validates) only the state without the history; the history's JSON
+ * is computed once per item object (history items are immutable data of the engine) and hashed;
+ * a state restored from this codec remembers which of its items are the history, so its next
+ * save compares object identities instead of JSON.
  */
 import { createHash } from "node:crypto";
 import { gunzipSync, gzipSync } from "node:zlib";
+import type { AgentInputItem, RunState } from "@openai/agents";
 import type { HistoryItem } from "@durable-agents/core";
 
 const FORMAT = "durable-agents.openai-agents.run-state";
@@ -17,7 +23,7 @@ interface Envelope {
   readonly v: number;
   /** Leading items of the SDK state's `originalInput` left out (they are `history[0..p)`). */
   readonly p: number;
-  /** sha256 of the JSON of the left-out items, to refuse a history that does not match. */
+  /** sha256 of the JSON of the left-out items (`JSON.stringify` of the array), to refuse a history that does not match. */
   readonly h: string;
   /** The SDK's serialized state (as JSON), its `originalInput` without the first `p` items. */
   readonly s?: Record<string, unknown>;
@@ -25,56 +31,150 @@ interface Envelope {
   readonly z?: string;
 }
 
-const hashItems = (items: readonly unknown[]) => createHash("sha256").update(JSON.stringify(items)).digest("hex");
+/**
+ * Which leading items of a live state's `originalInput` are the session's history: `original` are
+ * the state's item objects, `history` the history's item objects they equal (both `p` long), `h`
+ * their hash as written in the envelope.
+ */
+export interface HistoryPrefix {
+  readonly p: number;
+  readonly h: string;
+  readonly original: readonly unknown[];
+  readonly history: readonly unknown[];
+}
 
 export class RunStateMismatchError extends Error {
   override readonly name = "RunStateMismatchError";
 }
 
-/** `compact`: leave the history out and gzip the rest; otherwise wrap the SDK's state as it is. */
-export function encodeRunState(sdkState: string, history: readonly HistoryItem[], compact: boolean): string {
-  const state = JSON.parse(sdkState) as Record<string, unknown>;
-  const original = state["originalInput"];
-  let p = 0;
-  if (compact && Array.isArray(original)) {
-    const limit = Math.min(original.length, history.length);
-    while (p < limit && JSON.stringify(original[p]) === JSON.stringify(history[p]!.item)) p++;
+/** JSON of history item objects, computed once per object. */
+const jsonCache = new WeakMap<object, string>();
+
+function itemJson(item: unknown): string {
+  if (typeof item !== "object" || item === null) return JSON.stringify(item) ?? "null";
+  let json = jsonCache.get(item);
+  if (json === undefined) {
+    json = JSON.stringify(item) ?? "null";
+    jsonCache.set(item, json);
   }
-  const rest = p > 0 ? { ...state, originalInput: (original as unknown[]).slice(p) } : state;
+  return json;
+}
+
+/** sha256 of `JSON.stringify(items)`, fed item by item from the cached JSON. */
+function hashItems(items: readonly unknown[]): string {
+  const hash = createHash("sha256");
+  hash.update("[");
+  items.forEach((item, i) => {
+    if (i > 0) hash.update(",");
+    hash.update(itemJson(item));
+  });
+  hash.update("]");
+  return hash.digest("hex");
+}
+
+const EMPTY_HASH = hashItems([]);
+
+/** True when `a[i] === b[i]` for every `i < n` (both at least `n` long). */
+function sameObjects(a: readonly unknown[], b: readonly unknown[], n: number): boolean {
+  if (a.length < n || b.length < n) return false;
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** True when the first `n` history entries hold exactly the item objects `items`. */
+export function historyHolds(history: readonly HistoryItem[], items: readonly unknown[], n: number): boolean {
+  if (history.length < n || items.length < n) return false;
+  for (let i = 0; i < n; i++) if (history[i]!.item !== items[i]) return false;
+  return true;
+}
+
+export interface EncodedRunState {
+  readonly runState: string;
+  /** The history part of the state, for its next save (object identities). */
+  readonly prefix: HistoryPrefix;
+}
+
+/**
+ * `compact`: leave the history out and gzip the rest; otherwise wrap the SDK's state as it is.
+ * `known`: what the state's restore established (its history part); the leading items are then
+ * compared by identity, else item by item as JSON.
+ */
+export function encodeRunState(state: RunState<any, any>, history: readonly HistoryItem[], compact: boolean, known?: HistoryPrefix): EncodedRunState {
+  const original = state._originalInput;
+  let prefix: HistoryPrefix = { p: 0, h: EMPTY_HASH, original: [], history: [] };
+  if (compact && Array.isArray(original)) {
+    if (known && known.p <= history.length && sameObjects(original, known.original, known.p) && historyHolds(history, known.history, known.p)) {
+      prefix = known;
+    } else {
+      const limit = Math.min(original.length, history.length);
+      let p = 0;
+      while (p < limit && JSON.stringify(original[p]) === itemJson(history[p]!.item)) p++;
+      const items = history.slice(0, p).map((entry) => entry.item);
+      prefix = { p, h: hashItems(items), original: original.slice(0, p), history: items };
+    }
+  }
+  let sdkState: string;
+  if (prefix.p > 0) {
+    // The SDK serializes (and validates) only the rest; its state is left as it was.
+    state._originalInput = (original as AgentInputItem[]).slice(prefix.p);
+    try {
+      sdkState = state.toString();
+    } finally {
+      state._originalInput = original;
+    }
+  } else {
+    sdkState = state.toString();
+  }
   const envelope: Envelope = {
     format: FORMAT,
     v: VERSION,
-    p,
-    h: hashItems(history.slice(0, p).map((entry) => entry.item)),
-    ...(compact ? { z: gzipSync(JSON.stringify(rest)).toString("base64") } : { s: rest }),
+    p: prefix.p,
+    h: prefix.h,
+    ...(compact ? { z: gzipSync(sdkState).toString("base64") } : { s: JSON.parse(sdkState) as Record<string, unknown> }),
   };
-  return JSON.stringify(envelope);
+  return { runState: JSON.stringify(envelope), prefix };
 }
 
-export function decodeRunState(runState: string, history: readonly HistoryItem[]): string {
+export interface DecodedRunState {
+  /** The SDK's serialized state without the history part of its `originalInput`. */
+  readonly sdkState: string;
+  /** The history item objects (checked against the hash) that go in front of its `originalInput`. */
+  readonly historyItems: readonly unknown[];
+  readonly h: string;
+}
+
+export function decodeRunState(runState: string, history: readonly HistoryItem[]): DecodedRunState {
   let envelope: Envelope;
   try {
     envelope = JSON.parse(runState) as Envelope;
   } catch (error) {
     throw new RunStateMismatchError("the saved run state is not JSON", { cause: error });
   }
-  if (envelope?.format !== FORMAT || envelope.v !== VERSION || (typeof envelope.s !== "object" && typeof envelope.z !== "string")) {
+  if (
+    envelope?.format !== FORMAT ||
+    envelope.v !== VERSION ||
+    !Number.isInteger(envelope.p) ||
+    envelope.p < 0 ||
+    (typeof envelope.s !== "object" && typeof envelope.z !== "string")
+  ) {
     throw new RunStateMismatchError("the saved run state was not written by this runner (or by another version of it)");
   }
-  let state: Record<string, unknown>;
+  let sdkState: string;
   try {
-    state = envelope.s ?? (JSON.parse(gunzipSync(Buffer.from(envelope.z!, "base64")).toString("utf8")) as Record<string, unknown>);
+    sdkState = envelope.s ? JSON.stringify(envelope.s) : gunzipSync(Buffer.from(envelope.z!, "base64")).toString("utf8");
+    const parsed = JSON.parse(sdkState) as unknown;
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not a JSON object");
+    if (envelope.p > 0 && !Array.isArray((parsed as Record<string, unknown>)["originalInput"])) throw new Error("its originalInput is not a list");
   } catch (error) {
     throw new RunStateMismatchError("the saved run state is damaged", { cause: error });
   }
-  if (envelope.p === 0) return JSON.stringify(state);
+  if (envelope.p === 0) return { sdkState, historyItems: [], h: envelope.h };
   if (history.length < envelope.p) {
     throw new RunStateMismatchError(`the saved run state needs ${envelope.p} history items, the session has ${history.length}`);
   }
-  const prefix = history.slice(0, envelope.p).map((entry) => entry.item);
-  if (hashItems(prefix) !== envelope.h) {
+  const historyItems = history.slice(0, envelope.p).map((entry) => entry.item);
+  if (hashItems(historyItems) !== envelope.h) {
     throw new RunStateMismatchError("the session's history no longer matches the history the run state was saved with");
   }
-  const rest = state["originalInput"];
-  return JSON.stringify({ ...state, originalInput: [...prefix, ...(Array.isArray(rest) ? rest : [])] });
+  return { sdkState, historyItems, h: envelope.h };
 }
