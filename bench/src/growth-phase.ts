@@ -2,7 +2,7 @@
  * Growth: the workload's turn run on sessions whose history already holds 10, 100 or 1,000 items,
  * one session at a time, with the time of each step and the bytes written per step.
  */
-import { SessionClient, Worker, type SessionStore } from "@durable-agents/core";
+import { SessionClient, Worker, type Runner, type SessionDefinition, type SessionStore } from "@durable-agents/core";
 import { waitForIdleWorker } from "./durable-phase.js";
 import { rawHistory, rawTurnAtHistory } from "./raw-sdk-phase.js";
 import { StepClock } from "./step-clock.js";
@@ -33,6 +33,32 @@ export interface GrowthLevel {
   readonly bytesPerStepByPart?: Record<string, number>;
   /** Median ms per step minus the raw SDK's at the same history length: what durability adds. */
   readonly overheadMs?: number;
+  /**
+   * Mean ms per step spent outside the runner (engine, store, client): each measured turn's time
+   * minus the time inside `runModel` and `callTool`, divided by its steps. This is what durability
+   * costs, without the framework's own work, which grows with the history it sends to the model.
+   */
+  readonly outsideRunnerMs?: number;
+}
+
+/** The definition with a runner that adds the time spent inside `runModel` and `callTool` to `spent.ms`. */
+export function timedDefinition(definition: SessionDefinition, spent: { ms: number }): SessionDefinition {
+  const inner = definition.runner;
+  const timed = async <T>(work: () => Promise<T>): Promise<T> => {
+    const start = performance.now();
+    try {
+      return await work();
+    } finally {
+      spent.ms += performance.now() - start;
+    }
+  };
+  const runner: Runner = {
+    tools: () => inner.tools(),
+    userItem: (kind, text) => inner.userItem(kind, text),
+    runModel: (input) => timed(() => inner.runModel(input)),
+    callTool: (input) => timed(() => inner.callTool(input)),
+  };
+  return { ...definition, runner };
 }
 
 export interface GrowthOptions {
@@ -47,7 +73,8 @@ export interface GrowthOptions {
 export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLevel[]> {
   const { store, meter, prefix, toolCalls } = options;
   const clock = new StepClock();
-  const { definition } = makeDefinition(clock);
+  const inRunner = { ms: 0 };
+  const definition = timedDefinition(makeDefinition(clock).definition, inRunner);
   const worker = new Worker({ store, sessions: [definition] }).start();
   const client = new SessionClient({ store, agents: [AGENT_NAME] });
   const steps = stepsPerTurn(toolCalls);
@@ -73,6 +100,7 @@ export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLeve
       const stepMs: number[] = [];
       let bytes = 0;
       let writes = 0;
+      let outsideMs = 0;
       const parts: Record<string, number> = {};
       for (const [index, sessionId] of ids.entries()) {
         const stored = await store.loadSession(sessionId);
@@ -82,14 +110,17 @@ export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLeve
         const measured = index >= extra;
         clock.reset();
         await meter.start(sessionId);
+        inRunner.ms = 0;
         const start = performance.now();
         await client.sendMessage(sessionId, turnScript(sessionId, seedTurns.length + 1, toolCalls));
         const end = await followers.get(sessionId)!.turnEnd(measuredTurn);
+        const runnerMs = inRunner.ms;
         await waitForIdleWorker(worker);
         const written = await meter.stop(sessionId);
         const times = clock.stepTimes(start, end, steps);
         if (measured) {
           stepMs.push(...times);
+          outsideMs += end - start - runnerMs;
           bytes += written.bytes;
           writes += written.writes;
           for (const [part, value] of Object.entries(written.parts ?? {})) parts[part] = (parts[part] ?? 0) + value;
@@ -105,6 +136,7 @@ export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLeve
         p99Ms: summary.p99,
         meanMs: summary.mean,
         bytesPerStep: bytes / stepMs.length,
+        outsideRunnerMs: outsideMs / stepMs.length,
         writesPerStep: writes / stepMs.length,
         ...(Object.keys(parts).length > 0
           ? { bytesPerStepByPart: Object.fromEntries(Object.entries(parts).map(([part, value]) => [part, value / stepMs.length])) }

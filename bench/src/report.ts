@@ -108,6 +108,7 @@ export function spread(levels: readonly GrowthLevel[], pick: (level: GrowthLevel
 export function judgeTargets(r: Omit<BenchResults, "targets">): Target[] {
   const within = (value: number, limit: number) => Number.isFinite(value) && Math.abs(value) <= limit;
   const growthTime = (levels: GrowthLevel[]) => spread(levels, (l) => l.medianMs);
+  const growthOutside = (levels: GrowthLevel[]) => spread(levels, (l) => l.outsideRunnerMs);
   const growthBytes = (levels: GrowthLevel[]) => spread(levels, (l) => l.bytesPerStep);
   return [
     {
@@ -119,6 +120,8 @@ export function judgeTargets(r: Omit<BenchResults, "targets">): Target[] {
     { name: "store-postgres step / single-row write (median)", value: r.floor.postgresStepToWrite, limit: "<= 2.00", met: r.floor.postgresStepToWrite <= 2 },
     { name: "growth 10->1000 items, ms per step, memory", value: growthTime(r.growth.memory), limit: "within +-10 %", met: within(growthTime(r.growth.memory), 0.1) },
     { name: "growth 10->1000 items, ms per step, postgres", value: growthTime(r.growth.postgres), limit: "within +-10 %", met: within(growthTime(r.growth.postgres), 0.1) },
+    { name: "growth 10->1000 items, ms per step outside the runner, memory", value: growthOutside(r.growth.memory), limit: "within +-10 %", met: within(growthOutside(r.growth.memory), 0.1) },
+    { name: "growth 10->1000 items, ms per step outside the runner, postgres", value: growthOutside(r.growth.postgres), limit: "within +-10 %", met: within(growthOutside(r.growth.postgres), 0.1) },
     { name: "growth 10->1000 items, bytes per step, memory", value: growthBytes(r.growth.memory), limit: "within +-10 %", met: within(growthBytes(r.growth.memory), 0.1) },
     { name: "growth 10->1000 items, bytes per step, postgres", value: growthBytes(r.growth.postgres), limit: "within +-10 %", met: within(growthBytes(r.growth.postgres), 0.1) },
     { name: "2 worker processes / 1, steps per second", value: r.throughput.speedup2, limit: ">= 1.70", met: r.throughput.speedup2 >= 1.7 },
@@ -172,10 +175,10 @@ export function renderReport(r: BenchResults): string {
     ]),
   );
   out.push("");
-  const growthRows: string[][] = [["growth", "history items", "steps", "median ms", "p99 ms", "minus raw SDK ms", "bytes per step", "writes per step"]];
+  const growthRows: string[][] = [["growth", "history items", "steps", "median ms", "p99 ms", "minus raw SDK ms", "outside the runner ms", "bytes per step", "writes per step"]];
   const addGrowth = (label: string, levels: GrowthLevel[]) => {
     for (const l of levels) {
-      growthRows.push([label, String(l.historyItems), String(l.steps), f(l.medianMs, 3), f(l.p99Ms, 3), l.overheadMs === undefined ? "-" : f(l.overheadMs, 3), l.bytesPerStep === undefined ? "-" : f(l.bytesPerStep, 0), l.writesPerStep === undefined ? "-" : f(l.writesPerStep)]);
+      growthRows.push([label, String(l.historyItems), String(l.steps), f(l.medianMs, 3), f(l.p99Ms, 3), l.overheadMs === undefined ? "-" : f(l.overheadMs, 3), l.outsideRunnerMs === undefined ? "-" : f(l.outsideRunnerMs, 3), l.bytesPerStep === undefined ? "-" : f(l.bytesPerStep, 0), l.writesPerStep === undefined ? "-" : f(l.writesPerStep)]);
     }
   };
   addGrowth("store-memory (JSON bytes)", r.growth.memory);

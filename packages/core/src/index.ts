@@ -34,3 +34,4 @@ export { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
 export { driveSession, type DriveEnd, type DriveOptions } from "./session-driver.js";
 export { Worker, type WorkerOptions } from "./worker.js";
 export { SessionClient, type ClientLimits, type SessionClientOptions, type StepLogEntry } from "./client.js";
+export { HistoryCache } from "./history-cache.js";

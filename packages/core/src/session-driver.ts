@@ -4,6 +4,7 @@
  * commits every transition under the lease. Commits are serialized; a refused commit ends the drive.
  */
 import { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
+import { HistoryCache } from "./history-cache.js";
 import { backoffDelay, type SessionDefinition } from "./definition.js";
 import { DurableAgentsError, LeaseLostError, ToolExecutionError, VersionConflictError } from "./errors.js";
 import {
@@ -34,6 +35,8 @@ export interface DriveOptions {
   /** Fallback poll while waiting for the inbox (notifications can be lost). */
   readonly pollIntervalMs?: number;
   readonly coalescing?: CoalescerOptions;
+  /** Histories kept between drives of the same worker (read only past the cached prefix). */
+  readonly historyCache?: HistoryCache;
 }
 
 export type DriveEnd = "idle" | "stopped" | "lost" | "missing";
@@ -256,7 +259,7 @@ class SessionDriver {
   }
 
   private async loadHistory(): Promise<HistoryItem[]> {
-    this.history ??= await this.store.readHistory(this.sessionId);
+    this.history ??= await (this.options.historyCache ?? new HistoryCache()).load(this.store, this.sessionId, this.head.historyLength);
     return this.history;
   }
 

@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { CoalescerOptions } from "./coalescer.js";
 import type { SessionDefinition } from "./definition.js";
 import { InvalidInputError } from "./errors.js";
+import { HistoryCache } from "./history-cache.js";
 import { driveSession, type DriveEnd } from "./session-driver.js";
 import type { Lease, SessionStore } from "./store.js";
 
@@ -39,6 +40,7 @@ export class Worker {
   private readonly leaseTtlMs: number;
   private readonly pollIntervalMs: number;
   private readonly held = new Map<string, Held>();
+  private readonly historyCache = new HistoryCache();
   private loop: Promise<void> | null = null;
   private stopping = false;
   private dead = false;
@@ -163,6 +165,7 @@ export class Worker {
         signal: controller.signal,
         stopping: () => this.stopping,
         pollIntervalMs: this.pollIntervalMs,
+        historyCache: this.historyCache,
         ...(this.options.coalescing ? { coalescing: this.options.coalescing } : {}),
       });
     };

@@ -1,0 +1,41 @@
+/**
+ * A worker's cache of session histories. History is append-only and an item never changes once
+ * stored, so a cached prefix stays valid: loading a session again reads only the items past it.
+ * Least recently used sessions are dropped beyond `maxItems` items in all.
+ */
+import type { HistoryItem } from "./schemas.js";
+import type { SessionStore } from "./store.js";
+
+export class HistoryCache {
+  /** Each session's history with the length counted in `items` (the array may have grown since). */
+  private readonly entries = new Map<string, { history: HistoryItem[]; counted: number }>();
+  private items = 0;
+
+  constructor(private readonly maxItems = 50_000) {}
+
+  /**
+   * The session's history of `length` items: the cached prefix plus what the store holds past it.
+   * The returned array is the cache's own: append to it only what a successful commit stored.
+   */
+  async load(store: SessionStore, sessionId: string, length: number): Promise<HistoryItem[]> {
+    let history = this.entries.get(sessionId)?.history;
+    if (history && history.length > length) history = undefined;
+    if (!history) history = [];
+    if (history.length < length) history.push(...(await store.readHistory(sessionId, history.length)));
+    this.remember(sessionId, history);
+    return history;
+  }
+
+  private remember(sessionId: string, history: HistoryItem[]): void {
+    const old = this.entries.get(sessionId);
+    if (old) this.items -= old.counted;
+    this.entries.delete(sessionId);
+    this.entries.set(sessionId, { history, counted: history.length });
+    this.items += history.length;
+    for (const [id, entry] of this.entries) {
+      if (this.items <= this.maxItems || id === sessionId) break;
+      this.entries.delete(id);
+      this.items -= entry.counted;
+    }
+  }
+}

@@ -1,0 +1,34 @@
+import { HistoryCache, newSessionHead, type HistoryItem } from "@durable-agents/core";
+import { describe, expect, it } from "vitest";
+import { MemoryStore } from "../src/index.js";
+
+const item = (text: string): HistoryItem => ({ item: { text }, display: { role: "user", text } });
+
+describe("HistoryCache", () => {
+  it("reads only the items past the cached prefix, and keeps at most maxItems", async () => {
+    const store = new MemoryStore();
+    const reads: number[] = [];
+    const readHistory = store.readHistory.bind(store);
+    store.readHistory = async (sessionId, offset = 0) => {
+      reads.push(offset);
+      return readHistory(sessionId, offset);
+    };
+    const head = newSessionHead("s1", "agent", new Date().toISOString());
+    await store.createSession({ head, events: [], inbox: { entry: { kind: "message", text: "x", messageId: null }, dedupeKey: null } });
+    const lease = (await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: ["agent"] }))!;
+    const append = async (version: number, texts: string[], length: number) =>
+      store.commit({ sessionId: "s1", fence: lease.fence, expectedVersion: version, head: { ...head, historyLength: length }, runnable: false, appendHistory: texts.map(item), events: [] });
+    await append(1, ["a", "b"], 2);
+    const cache = new HistoryCache(2);
+    expect((await cache.load(store, "s1", 2)).map((h) => h.display.text)).toEqual(["a", "b"]);
+    await append(2, ["c"], 3);
+    expect((await cache.load(store, "s1", 3)).map((h) => h.display.text)).toEqual(["a", "b", "c"]);
+    expect(reads).toEqual([0, 2]);
+    // s1 alone is over the limit of 2 items; touching another session pushes it out, so it is read again from the start.
+    const other = newSessionHead("s2", "agent", new Date().toISOString());
+    await store.createSession({ head: other, events: [] });
+    await cache.load(store, "s2", 0);
+    await cache.load(store, "s1", 3);
+    expect(reads).toEqual([0, 2, 0]);
+  });
+});
