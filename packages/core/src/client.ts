@@ -167,18 +167,21 @@ export class SessionClient {
     let after = options.after ?? 0;
     const signal = options.signal;
     await this.readEvents(sessionId, { after, limit: 1 });
+    const limit = 1000;
     while (!signal?.aborted) {
+      // Listen before reading: an event appended during the read or while the batch is consumed
+      // resolves the wait at once, so a short batch needs no second read to find nothing.
       const waiting = this.waitForEvents(sessionId, 1000, signal);
-      const events = await this.store.readEvents(sessionId, after, 1000);
-      if (events.length === 0) {
-        await waiting.promise;
-        continue;
-      }
-      waiting.cancel();
-      for (const event of events) {
-        if (signal?.aborted) return;
-        after = event.seq;
-        yield event;
+      try {
+        const events = await this.store.readEvents(sessionId, after, limit);
+        for (const event of events) {
+          if (signal?.aborted) return;
+          after = event.seq;
+          yield event;
+        }
+        if (events.length < limit) await waiting.promise;
+      } finally {
+        waiting.cancel();
       }
     }
   }
