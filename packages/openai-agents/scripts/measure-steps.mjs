@@ -1,13 +1,18 @@
 // Prints (does not assert) what one model step of the runner costs next to one raw SDK model
 // call, at 10, 100 and 1,000 history items. Runs against the BUILT package (dist):
 //   npx -y pnpm@12.4.2 --filter @durable-agents/openai-agents build
-//   npx -y pnpm@12.4.2 --filter @durable-agents/openai-agents measure [-- rounds]
+//   npx -y pnpm@12.4.2 --filter @durable-agents/openai-agents measure [rounds]
 import { Agent, Runner, user } from "@openai/agents";
 import { z } from "zod";
 import { durableTool, OpenAIAgentsRunner } from "../dist/index.js";
 import { ScriptedModel } from "../dist/testing/index.js";
 
-const rounds = Number(process.argv[2] ?? 25);
+const args = process.argv.slice(2).filter((arg) => arg !== "--");
+const rounds = Number(args[0] ?? 25);
+if (!Number.isInteger(rounds) || rounds < 1) {
+  console.error(`usage: measure-steps.mjs [rounds], rounds a positive integer (got ${JSON.stringify(args[0])})`);
+  process.exit(2);
+}
 
 function makeAgent() {
   const lookUp = durableTool({
@@ -50,7 +55,7 @@ const ok = (call) => [{ toolCallId: call.toolCallId, name: call.name, status: "s
 async function level(items) {
   const runner = new OpenAIAgentsRunner(makeAgent(), { model: new ScriptedModel() });
   // A second runner of the same agent: it never saw the state, as another process (the decoding path).
-  const other = new OpenAIAgentsRunner(makeAgent(), { model: new ScriptedModel() });
+  const other = new OpenAIAgentsRunner(makeAgent(), { model: new ScriptedModel(), liveRunStates: 0 });
   const stored = await buildHistory(runner, items);
   const sdk = new Runner({ model: new ScriptedModel(), tracingDisabled: true });
   const plain = makeAgent();
@@ -74,6 +79,9 @@ async function level(items) {
     if (second.kind !== "tool_calls" || secondOther.kind !== "tool_calls" || second.runState !== secondOther.runState) {
       throw new Error("the two resumed steps differ");
     }
+    // Finish the turn (not timed), so the runner holds no live state of it afterwards.
+    const third = await runner.runModel(stepInput(history, turnStart, second.runState, ok(second.calls[0])));
+    if (third.kind !== "final") throw new Error("the turn did not end");
     start = performance.now();
     const result = await sdk.run(plain, [...stored.map((e) => e.item), user(`hello ${round}`)], { stream: true });
     for await (const _event of result) {
