@@ -62,6 +62,7 @@ describe("pnpm bench --quick", () => {
         expect(level.bytesPerStep).toBeGreaterThan(0);
         expect(level.writesPerStep).toBeGreaterThan(0);
         expect(isFigure(level.overheadMs)).toBe(true);
+        expect(level.outsideRunnerMs).toBeGreaterThan(0);
       }
 
       expect(r.growth.modelStep.map((p) => p.historyItems)).toEqual([10, 100, 1000]);
@@ -84,7 +85,7 @@ describe("pnpm bench --quick", () => {
         expect(events.p99Ms).toBeGreaterThanOrEqual(events.p50Ms);
       }
 
-      expect(r.targets).toHaveLength(11);
+      expect(r.targets).toHaveLength(13);
       for (const target of r.targets) {
         expect(isFigure(target.value)).toBe(true);
         expect(run.stdout).toContain(target.name);
