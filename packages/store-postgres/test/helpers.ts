@@ -1,27 +1,13 @@
 import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
-import type { EventBody, HistoryItem, SessionHead } from "@durable-agents/core";
+import { newSessionHead, type EventBody, type HistoryItem, type SessionHead } from "@durable-agents/core";
 import { PostgresStore, migrate } from "../src/index.js";
 import { createTestDatabase, type TestDatabase } from "../src/testing/index.js";
 
 export const AGENT = "helper-agent";
 
 export function head(sessionId: string, changes: Partial<SessionHead> = {}): SessionHead {
-  return {
-    schemaVersion: 1,
-    sessionId,
-    agent: AGENT,
-    status: "idle",
-    turnCount: 0,
-    historyLength: 0,
-    turn: null,
-    queue: [],
-    pendingInterrupts: [],
-    usage: { modelCalls: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0 },
-    inboxCursor: 0,
-    createdAt: "2026-01-01T00:00:00.000Z",
-    ...changes,
-  };
+  return { ...newSessionHead(sessionId, AGENT, "2026-01-01T00:00:00.000Z"), ...changes };
 }
 
 export const created = (agent = AGENT): EventBody => ({ type: "session_created", data: { agent } });
