@@ -191,31 +191,48 @@ export class SessionClient {
    * waiting for approval. Throws `WaitTimeoutError` after `timeoutMs` (default 60 s).
    */
   async waitUntilIdle(sessionId: string, options: { timeoutMs?: number } = {}): Promise<SessionSnapshot> {
-    return this.waitFor(
-      sessionId,
-      (s) => (s.status === "idle" && s.queuedMessages === 0 && s.unappliedDecisions === 0) ||
-        (s.status === "awaiting_approval" && s.queuedMessages === 0 && s.unappliedDecisions === 0),
-      options,
-    );
+    const settled = (s: Pick<SessionSnapshot, "status" | "queuedMessages" | "unappliedDecisions">) =>
+      (s.status === "idle" || s.status === "awaiting_approval") && s.queuedMessages === 0 && s.unappliedDecisions === 0;
+    // The check reads the head and the inbox only; the history is read once, for the snapshot returned.
+    return this.waitUntil(sessionId, settled, options, async () => {
+      const stored = await this.load(sessionId);
+      const inbox = await this.store.readInbox(sessionId, stored.head.inboxCursor);
+      return settled({
+        status: stored.head.status,
+        queuedMessages: stored.head.queue.length + inbox.filter((item) => item.kind === "message").length,
+        unappliedDecisions: inbox.filter((item) => item.kind === "resolution").length,
+      });
+    });
   }
 
-  /** Waits until `predicate` holds for the session's snapshot. */
-  async waitFor(
+  /** Waits until `predicate` holds for the session's snapshot. Throws `WaitTimeoutError` after `timeoutMs`. */
+  waitFor(
     sessionId: string,
     predicate: (snapshot: SessionSnapshot) => boolean,
     options: { timeoutMs?: number } = {},
   ): Promise<SessionSnapshot> {
+    return this.waitUntil(sessionId, predicate, options);
+  }
+
+  /** `cheapCheck`, when given, is asked first on every wake-up; the snapshot is read only once it says yes. */
+  private async waitUntil(
+    sessionId: string,
+    predicate: (snapshot: SessionSnapshot) => boolean,
+    options: { timeoutMs?: number },
+    cheapCheck?: () => Promise<boolean>,
+  ): Promise<SessionSnapshot> {
     const deadline = Date.now() + (options.timeoutMs ?? 60_000);
     for (;;) {
       const waiting = this.waitForEvents(sessionId, Math.min(250, Math.max(1, deadline - Date.now())));
-      const snapshot = await this.snapshot(sessionId);
-      if (predicate(snapshot)) {
+      const snapshot = !cheapCheck || (await cheapCheck()) ? await this.snapshot(sessionId) : null;
+      if (snapshot && predicate(snapshot)) {
         waiting.cancel();
         return snapshot;
       }
       if (Date.now() >= deadline) {
         waiting.cancel();
-        throw new WaitTimeoutError(`session "${sessionId}" did not reach the awaited state in time (status ${snapshot.status})`);
+        const status = snapshot?.status ?? (await this.load(sessionId)).head.status;
+        throw new WaitTimeoutError(`session "${sessionId}" did not reach the awaited state in time (status ${status})`);
       }
       await waiting.promise;
     }

@@ -59,7 +59,7 @@ class SessionDriver {
   private version = 0;
   private history: HistoryItem[] | null = null;
   private readonly inflight = new Map<string, Promise<void>>();
-  /** Finished steps whose results are not applied yet; a step stays in `inflight` until then. */
+  /** Finished steps whose results are not applied yet; a step stays in `inflight` until the loop takes them. */
   private readonly completions: { key: string; input: MachineInput | null; events?: EventBody[] }[] = [];
   /** Whether the inbox may hold entries not applied yet (set by notifications and poll timeouts). */
   private inboxDirty = true;
@@ -128,6 +128,8 @@ class SessionDriver {
           inputs.push({ input: { type: "inbox", item, ...(userItem ? { userItem } : {}) } });
         }
       }
+      // The head `more` sees has these results applied, so their steps are no longer in flight.
+      for (const done of finished) this.inflight.delete(done.key);
       let readyTools: DueStep[] = [];
       const started = await this.commitInputs(inputs, (head) => {
         if (stopping) return null;
@@ -138,7 +140,6 @@ class SessionDriver {
         // The start of every attempt is durable before the tool runs: a crash after this commit is seen.
         return readyTools.length > 0 ? { type: "calls_started", toolCallIds: readyTools.map(toolCallIdOf) } : null;
       });
-      for (const done of finished) this.inflight.delete(done.key);
       if (started) this.launchTools(readyTools);
       if (!stopping) {
         const now = Date.now();

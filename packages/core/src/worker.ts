@@ -103,13 +103,18 @@ export class Worker {
     this.poke();
   }
 
+  /** Set by every wake-up, so that one arriving while the loop is busy (not waiting) is not lost. */
+  private woken = false;
+
   private poke(): void {
+    this.woken = true;
     const wake = this.wakeUp;
     this.wakeUp = null;
     wake?.();
   }
 
   private wait(ms: number): Promise<void> {
+    if (this.woken) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       const self = this;
@@ -125,10 +130,13 @@ export class Worker {
   private async run(): Promise<void> {
     while (!this.stopping) {
       if (this.held.size >= this.concurrency) {
+        // A freed slot pokes; the loop then leases whatever is runnable.
+        this.woken = false;
         await this.wait(this.pollIntervalMs);
         continue;
       }
       let lease: Lease | null = null;
+      this.woken = false;
       try {
         lease = await this.store.acquireLease({
           workerId: this.workerId,

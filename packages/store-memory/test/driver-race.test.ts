@@ -57,4 +57,31 @@ describe("the engine", () => {
     expect(modelSteps).toBe(8 * 4);
     expect(runner.modelCalls).toBe(modelSteps);
   });
+
+  it("starts a retry when its backoff ends, not at the next poll", async () => {
+    let failures = 2;
+    const runner = new ScriptedRunner({
+      tools: [
+        {
+          name: "flaky",
+          description: "Fails twice.",
+          parameters: { key: "string" },
+          execute: () => {
+            if (failures-- > 0) throw new Error("down");
+            return "up";
+          },
+        },
+      ],
+    });
+    const definition = defineSession({ name: "retry", runner, policies: { flaky: { effect: "read" } }, toolBackoff: { initialDelayMs: 5, maxDelayMs: 5 } });
+    const store = new MemoryStore();
+    // With a poll of a minute, only the backoff timer can start the retries in time.
+    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 60_000 }).start();
+    const client = new SessionClient({ store });
+    const { sessionId } = await client.startSession({ agent: "retry", message: 'call flaky {"key":"k"}' });
+    const done = await client.waitUntilIdle(sessionId, { timeoutMs: 5_000 });
+    await worker.stop();
+    expect(done.turn?.calls[0]?.attempts).toBe(3);
+    expect(done.turn?.calls[0]?.status).toBe("succeeded");
+  });
 });
