@@ -177,14 +177,18 @@ export class Worker {
         ...(this.options.coalescing ? { coalescing: this.options.coalescing } : {}),
       });
     };
+    let failed = false;
     (entry as { done: Promise<void> }).done = drive()
       .catch((error) => {
+        failed = true;
         if (!this.dead) this.report(error);
       })
       .then(async () => {
         clearInterval(renew);
         this.drives += 1;
-        if (!this.dead && !controller.signal.aborted) {
+        // A drive that failed keeps its lease until it expires: the session is tried again after
+        // the lease's time to live, not at once in a loop.
+        if (!this.dead && !failed && !controller.signal.aborted) {
           await this.store.releaseLease(entry.lease).catch((e) => this.report(e));
         }
       })

@@ -1,4 +1,4 @@
-import { defineSession, SessionClient, Worker } from "@durable-agents/core";
+import { defineSession, newSessionHead, SessionClient, Worker, type SessionHead } from "@durable-agents/core";
 import { ScriptedRunner } from "@durable-agents/core/testing";
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../src/index.js";
@@ -79,5 +79,21 @@ describe("Worker", () => {
     const done = await client.waitUntilIdle(sessionId);
     expect(done.turn?.finalText).toBe("Results: slow_read -> read a | slow_read -> read b");
     await next.stop();
+  });
+
+  it("does not retry a session whose drive fails in a loop: it keeps the lease until it expires", async () => {
+    const { definition } = gatedTool();
+    const store = new MemoryStore();
+    const errors: unknown[] = [];
+    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 5, leaseTtlMs: 60_000, onError: (e) => errors.push(e) }).start();
+    // A stored head this version cannot read (an unknown schema version).
+    const head = { ...newSessionHead("unreadable", "gated", new Date().toISOString()), schemaVersion: 99 } as unknown as SessionHead;
+    await store.createSession({ head, events: [], inbox: { entry: { kind: "message", text: "hi", messageId: null }, dedupeKey: null } });
+    await until(() => errors.length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(errors).toHaveLength(1);
+    expect(worker.drives).toBe(1);
+    expect(store.records.get("unreadable")?.leaseOwner).toBe(worker.workerId);
+    await worker.stop();
   });
 });
