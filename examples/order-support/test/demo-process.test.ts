@@ -44,11 +44,15 @@ function stepLines(stdout: string): string[] {
 }
 
 describe("the terminal demo as a child process", () => {
-  it("runs the default conversation, approves automatically without a TTY, and prints each step and the answers", async () => {
-    const run = await runDemo([]);
+  // The same conversation on each framework: the same steps, approval and answers.
+  it.each([
+    { framework: "openai-agents", args: [] },
+    { framework: "ai-sdk", args: ["--framework", "ai-sdk"] },
+  ])("runs the default conversation on $framework, approves automatically without a TTY, and prints each step and the answers", async ({ framework, args }) => {
+    const run = await runDemo(args);
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain("(framework: openai-agents; model: demo model (local, no API key needed); store: in memory)");
+    expect(run.stdout).toContain(`order support demo (framework: ${framework}; model: demo model (local, no API key needed); store: in memory)`);
     expect(run.stdout).toContain("› look up order 1001");
     expect(run.stdout).toContain("› cancel order 1002");
     expect(stepLines(run.stdout)).toEqual([
@@ -68,34 +72,6 @@ describe("the terminal demo as a child process", () => {
     );
     expect(run.stdout).toContain("◆ answer: I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).");
     // The streamed text appears under its RunModel step before the answer line.
-    expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeGreaterThan(-1);
-    expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeLessThan(run.stdout.indexOf("◆ answer: I asked to cancel"));
-    expect(run.stdout).toMatch(/done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002/);
-  });
-
-  it("runs the same conversation on the AI SDK with --framework ai-sdk: the same steps, approval and answers", async () => {
-    const run = await runDemo(["--framework", "ai-sdk"]);
-    expect(run.stderr).toBe("");
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain("order support demo (framework: ai-sdk; model: demo model (local, no API key needed); store: in memory)");
-    expect(run.stdout).toContain("› look up order 1001");
-    expect(run.stdout).toContain("› cancel order 1002");
-    expect(stepLines(run.stdout)).toEqual([
-      "✓ RunModel",
-      "✓ CallTool look_up_order",
-      "✓ ResumeTurn",
-      "✓ RunModel",
-      "✓ RunModel",
-      "✓ AwaitToolApproval cancel_order",
-      "✓ CallSingleAttemptTool cancel_order",
-      "✓ ResumeTurn",
-      "✓ RunModel",
-    ]);
-    expect(run.stdout).toContain("cancel_order needs approval: approved automatically (stdin is not a TTY)");
-    expect(run.stdout).toContain(
-      "◆ answer: I looked up order 1001: Order 1001 for Ada: 1 x mechanical keyboard (KB-87), 2 x USB-C cable (CB-02). Status: shipped.",
-    );
-    expect(run.stdout).toContain("◆ answer: I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).");
     expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeGreaterThan(-1);
     expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeLessThan(run.stdout.indexOf("◆ answer: I asked to cancel"));
     expect(run.stdout).toMatch(/done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002/);
