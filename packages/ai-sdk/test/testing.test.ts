@@ -3,17 +3,8 @@ import { generateText, streamText } from "ai";
 import { describe, expect, it } from "vitest";
 import { ScriptedLanguageModel, conformanceRunner } from "../src/testing/index.js";
 import { driveTurn } from "./support/turn-driver.js";
+import { callInput } from "./support/call-input.js";
 
-const callInput = (name: string, args: string) => ({
-  sessionId: "s",
-  turnId: "t",
-  toolCallId: "c",
-  name,
-  arguments: args,
-  attempt: 1,
-  idempotencyKey: "s/t/c",
-  signal: new AbortController().signal,
-});
 
 describe("ScriptedLanguageModel", () => {
   it("derives the same answer from the same prompt, streamed or not, and counts its calls", async () => {

@@ -4,17 +4,8 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { AiSdkRunner, aiSdkSession } from "../src/index.js";
 import { ScriptedLanguageModel } from "../src/testing/index.js";
+import { callInput as call } from "./support/call-input.js";
 
-const call = (name: string, args = "{}") => ({
-  sessionId: "s",
-  turnId: "t",
-  toolCallId: "c",
-  name,
-  arguments: args,
-  attempt: 1,
-  idempotencyKey: "s/t/c",
-  signal: new AbortController().signal,
-});
 
 const empty = z.object({});
 

@@ -101,6 +101,18 @@ const outcome = (call: { toolCallId: string; name: string }, status: RecordedOut
   output: status === "succeeded" ? text : null,
 });
 
+/** A tool call step's input for call `toolCallId` of session "s", turn "t", first attempt. */
+const callInput = (toolCallId: string, name: string, args: string) => ({
+  sessionId: "s",
+  turnId: "t",
+  toolCallId,
+  name,
+  arguments: args,
+  attempt: 1,
+  idempotencyKey: `s/t/${toolCallId}`,
+  signal: new AbortController().signal,
+});
+
 export function runnerConformance(t: TestApi, options: RunnerConformanceOptions): void {
   const calls = () => options.modelCalls?.() ?? null;
   const test = (name: string, body: () => Promise<void>) => t.it(name, body, 30_000);
@@ -181,40 +193,21 @@ export function runnerConformance(t: TestApi, options: RunnerConformanceOptions)
 
     test("invalid arguments are failed and the tool does not run", async () => {
       const { runner, executed } = await fixture(options);
-      const result = await runner.callTool({
-        sessionId: "s",
-        turnId: "t",
-        toolCallId: "c1",
-        name: "look_up_order",
-        arguments: '{"order":1001}',
-        attempt: 1,
-        idempotencyKey: "s/t/c1",
-        signal: new AbortController().signal,
-      });
+      const result = await runner.callTool(callInput("c1", "look_up_order", '{"order":1001}'));
       assert.equal(result.status, "failed");
-      const broken = await runner.callTool({
-        sessionId: "s",
-        turnId: "t",
-        toolCallId: "c2",
-        name: "look_up_order",
-        arguments: "{not json",
-        attempt: 1,
-        idempotencyKey: "s/t/c2",
-        signal: new AbortController().signal,
-      });
+      const broken = await runner.callTool(callInput("c2", "look_up_order", "{not json"));
       assert.equal(broken.status, "failed");
       assert.deepEqual(executed, []);
     });
 
     test("a tool's error reaches the engine; a ToolExecutionError stays recognisable", async () => {
       const { runner, executed } = await fixture(options);
-      const base = { sessionId: "s", turnId: "t", attempt: 1, signal: new AbortController().signal };
       await assert.rejects(
-        runner.callTool({ ...base, toolCallId: "c1", idempotencyKey: "s/t/c1", name: "broken_tool", arguments: '{"n":1}' }),
+        runner.callTool(callInput("c1", "broken_tool", '{"n":1}')),
         /broken_tool exploded/,
       );
       await assert.rejects(
-        runner.callTool({ ...base, toolCallId: "c2", idempotencyKey: "s/t/c2", name: "picky_tool", arguments: '{"n":4}' }),
+        runner.callTool(callInput("c2", "picky_tool", '{"n":4}')),
         (error: unknown) => ToolExecutionError.isInstance(error) && /prime/.test((error as Error).message),
       );
       assert.deepEqual(executed, ["broken_tool", "picky_tool"]);
