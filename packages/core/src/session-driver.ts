@@ -159,12 +159,16 @@ class SessionDriver {
         }
       }
       if (this.completions.length > 0 || this.inboxDirty) continue;
-      const nextDue = dueSteps(this.head)
-        .map((step) => step.notBefore)
-        .filter((at): at is number => at !== null && at > Date.now());
-      const timeout = Math.min(this.options.pollIntervalMs ?? 1000, ...nextDue.map((at) => at - Date.now()));
+      // Retries waiting for their backoff. One whose time came while this iteration committed is
+      // launched now: sleeping until the poll would strand it there.
+      const now = Date.now();
+      const backoffs = dueSteps(this.head)
+        .filter((step) => !this.inflight.has(stepKey(step)))
+        .flatMap((step) => (step.notBefore === null ? [] : [step.notBefore - now]));
+      if (!stopping && backoffs.some((ms) => ms <= 0)) continue;
+      const timeout = Math.min(this.options.pollIntervalMs ?? 1000, ...backoffs.filter((ms) => ms > 0));
       // Woken by a finished step or an inbox notification; a timeout re-reads the inbox in case one was lost.
-      if (!(await this.sleep(Math.max(0, timeout)))) this.inboxDirty = true;
+      if (!(await this.sleep(timeout))) this.inboxDirty = true;
     }
   }
 

@@ -3,15 +3,15 @@ import { ScriptedRunner } from "@durable-agents/core/testing";
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../src/index.js";
 
-/** A store whose inbox reads take a while, as a database round trip does. */
-function slowInbox(store: MemoryStore, ms: number): SessionStore {
+/** A store whose `method` takes a while, as a database round trip does. */
+function slowStore(store: MemoryStore, method: "readInbox" | "commit", ms: number): SessionStore {
   return new Proxy(store, {
     get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (property !== "readInbox") return typeof value === "function" ? value.bind(target) : value;
-      return async (...args: Parameters<MemoryStore["readInbox"]>) => {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (property !== method || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
+      return async (...args: unknown[]) => {
         await new Promise((resolve) => setTimeout(resolve, ms));
-        return target.readInbox(...args);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
   });
@@ -30,7 +30,7 @@ describe("the engine", () => {
       },
     });
     const definition = defineSession({ name: "race", runner: slowRunner, policies: { look_up_order: { effect: "read" } } });
-    const store = slowInbox(new MemoryStore(), 15);
+    const store = slowStore(new MemoryStore(), "readInbox", 15);
     const errors: unknown[] = [];
     const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20, onError: (e) => errors.push(e) }).start();
     const client = new SessionClient({ store });
@@ -58,13 +58,12 @@ describe("the engine", () => {
     expect(runner.modelCalls).toBe(modelSteps);
   });
 
-  it("starts a retry when its backoff ends, not at the next poll", async () => {
-    let failures = 2;
+  const flakyRetry = (failures: number, backoffMs: number) => {
     const runner = new ScriptedRunner({
       tools: [
         {
           name: "flaky",
-          description: "Fails twice.",
+          description: "Fails a given number of times, then succeeds.",
           parameters: { key: "string" },
           execute: () => {
             if (failures-- > 0) throw new Error("down");
@@ -73,10 +72,26 @@ describe("the engine", () => {
         },
       ],
     });
-    const definition = defineSession({ name: "retry", runner, policies: { flaky: { effect: "read" } }, toolBackoff: { initialDelayMs: 5, maxDelayMs: 5 } });
+    return defineSession({ name: "retry", runner, policies: { flaky: { effect: "read" } }, toolBackoff: { initialDelayMs: backoffMs, maxDelayMs: backoffMs } });
+  };
+
+  it("starts a retry whose backoff ended while the failure was being committed, not at the next poll", async () => {
+    // Each commit takes longer than the backoff: when the commit of a failed attempt returns, the
+    // retry is already due. It must start then, not when the poll (a minute) comes round.
+    const store = slowStore(new MemoryStore(), "commit", 20);
+    const worker = new Worker({ store, sessions: [flakyRetry(2, 5)], pollIntervalMs: 60_000 }).start();
+    const client = new SessionClient({ store });
+    const { sessionId } = await client.startSession({ agent: "retry", message: 'call flaky {"key":"k"}' });
+    const done = await client.waitUntilIdle(sessionId, { timeoutMs: 5_000 });
+    await worker.stop();
+    expect(done.turn?.calls[0]?.attempts).toBe(3);
+    expect(done.turn?.calls[0]?.status).toBe("succeeded");
+  });
+
+  it("starts a retry when its backoff ends, not at the next poll", async () => {
+    // With a poll of a minute, only the backoff timer (50 ms) can start the retries in time.
     const store = new MemoryStore();
-    // With a poll of a minute, only the backoff timer can start the retries in time.
-    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 60_000 }).start();
+    const worker = new Worker({ store, sessions: [flakyRetry(2, 50)], pollIntervalMs: 60_000 }).start();
     const client = new SessionClient({ store });
     const { sessionId } = await client.startSession({ agent: "retry", message: 'call flaky {"key":"k"}' });
     const done = await client.waitUntilIdle(sessionId, { timeoutMs: 5_000 });
