@@ -195,6 +195,19 @@ export function apply(head: SessionHead, input: MachineInput, config: MachineCon
   return t.done();
 }
 
+/**
+ * A deep copy of JSON-shaped data (what a head is: it is stored as JSON and parsed by its schema).
+ * Strings are shared, not copied, which makes this several times cheaper than `structuredClone`
+ * for a head that carries a saved run state.
+ */
+function copyData<T>(value: T): T {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(copyData) as T;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) copy[key] = copyData((value as Record<string, unknown>)[key]);
+  return copy as T;
+}
+
 /** A mutable copy of the head for one transition. */
 class Draft {
   head: SessionHead;
@@ -202,7 +215,7 @@ class Draft {
   readonly appendHistory: HistoryItem[] = [];
 
   constructor(head: SessionHead) {
-    this.head = structuredClone(head);
+    this.head = copyData(head);
   }
 
   done(): Transition {

@@ -62,6 +62,29 @@ describe("the session state machine", () => {
     expect(isRunnable(head)).toBe(true);
   });
 
+  it("never changes the head it is given: every transition works on its own copy", () => {
+    // A turn with a call waiting for approval, another running, a queued message and usage: every
+    // nested part of a head that a transition writes to.
+    modelStep = { turnId: "turn-1", modelStep: 1 };
+    let head = run(fresh(), message(1, "hi"), toolCalls(["a", "read", false], ["b", "non_idempotent_write", true])).head;
+    head = run(head, { type: "calls_started", toolCallIds: ["a"] }, message(2, "later")).head;
+    const inputs: MachineInput[] = [
+      { type: "call_attempt_failed", toolCallId: "a", error: "down", now: 1_000, retryDelayMs: 10 },
+      { type: "call_finished", toolCallId: "a", outcome: { status: "succeeded", output: "ok" } },
+      { type: "inbox", item: { seq: 3, kind: "resolution", interruptId: head.pendingInterrupts[0]!.interruptId, approved: false, message: "no" } },
+      { type: "recover", fence: 9 },
+      { type: "turn_failed", error: "broken" },
+    ];
+    for (const input of inputs) {
+      const before = JSON.stringify(head);
+      const t = apply(head, input, config);
+      expect(JSON.stringify(head), input.type).toBe(before);
+      expect(t.head, input.type).not.toBe(head);
+      expect(t.head.turn, input.type).not.toBe(head.turn);
+      expect(t.head.queue, input.type).not.toBe(head.queue);
+    }
+  });
+
   it("ignores an inbox entry it already applied", () => {
     const once = run(fresh(), message(1, "hi")).head;
     const t = apply(once, message(1, "hi"), config);
