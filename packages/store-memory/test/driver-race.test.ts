@@ -75,28 +75,25 @@ describe("the engine", () => {
     return defineSession({ name: "retry", runner, policies: { flaky: { effect: "read" } }, toolBackoff: { initialDelayMs: backoffMs, maxDelayMs: backoffMs } });
   };
 
-  it("starts a retry whose backoff ended while the failure was being committed, not at the next poll", async () => {
-    // Each commit takes longer than the backoff: when the commit of a failed attempt returns, the
-    // retry is already due. It must start then, not when the poll (a minute) comes round.
-    const store = slowStore(new MemoryStore(), "commit", 20);
-    const worker = new Worker({ store, sessions: [flakyRetry(2, 5)], pollIntervalMs: 60_000 }).start();
+  /** A flaky read fails twice; with a poll of a minute, the retries must start on their own. */
+  const expectRetriesBeforeThePoll = async (store: SessionStore, backoffMs: number) => {
+    const worker = new Worker({ store, sessions: [flakyRetry(2, backoffMs)], pollIntervalMs: 60_000 }).start();
     const client = new SessionClient({ store });
     const { sessionId } = await client.startSession({ agent: "retry", message: 'call flaky {"key":"k"}' });
     const done = await client.waitUntilIdle(sessionId, { timeoutMs: 5_000 });
     await worker.stop();
     expect(done.turn?.calls[0]?.attempts).toBe(3);
     expect(done.turn?.calls[0]?.status).toBe("succeeded");
+  };
+
+  it("starts a retry whose backoff ended while the failure was being committed, not at the next poll", async () => {
+    // Each commit (20 ms) takes longer than the backoff (5 ms): when the commit of a failed attempt
+    // returns, the retry is already due.
+    await expectRetriesBeforeThePoll(slowStore(new MemoryStore(), "commit", 20), 5);
   });
 
   it("starts a retry when its backoff ends, not at the next poll", async () => {
-    // With a poll of a minute, only the backoff timer (50 ms) can start the retries in time.
-    const store = new MemoryStore();
-    const worker = new Worker({ store, sessions: [flakyRetry(2, 50)], pollIntervalMs: 60_000 }).start();
-    const client = new SessionClient({ store });
-    const { sessionId } = await client.startSession({ agent: "retry", message: 'call flaky {"key":"k"}' });
-    const done = await client.waitUntilIdle(sessionId, { timeoutMs: 5_000 });
-    await worker.stop();
-    expect(done.turn?.calls[0]?.attempts).toBe(3);
-    expect(done.turn?.calls[0]?.status).toBe("succeeded");
+    // Only the backoff timer (50 ms) can start the retries in time.
+    await expectRetriesBeforeThePoll(new MemoryStore(), 50);
   });
 });
