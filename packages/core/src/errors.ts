@@ -17,7 +17,8 @@ export type ErrorCode =
   | "policy"
   | "unknown_agent"
   | "tool_execution"
-  | "timeout";
+  | "timeout"
+  | "store_open";
 
 export class DurableAgentsError extends Error {
   readonly [marker] = true;
@@ -155,4 +156,23 @@ export class WaitTimeoutError extends DurableAgentsError {
     super("timeout", message);
   }
   static override isInstance = guard<WaitTimeoutError>("timeout");
+}
+
+/** Why a store could not be opened. */
+export type StoreOpenReason = "not_a_database" | "foreign_database" | "newer_schema" | "not_writable" | "cannot_open";
+
+/**
+ * A store refused to open its storage: the file or database is not one it can use. Nothing was
+ * written to it. `reason` says which case; `path` names the storage (a file path or a schema).
+ */
+export class StoreOpenError extends DurableAgentsError {
+  constructor(
+    readonly reason: StoreOpenReason,
+    readonly path: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super("store_open", message, options);
+  }
+  static override isInstance = guard<StoreOpenError>("store_open");
 }

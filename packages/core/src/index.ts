@@ -35,3 +35,4 @@ export { driveSession, type DriveEnd, type DriveOptions } from "./session-driver
 export { Worker, type WorkerOptions } from "./worker.js";
 export { SessionClient, type ClientLimits, type SessionClientOptions, type StepLogEntry } from "./client.js";
 export { HistoryCache } from "./history-cache.js";
+export * as storeInput from "./store-input.js";

@@ -9,7 +9,6 @@ import {
   type Commit,
   type CommitResult,
   type EnqueueResult,
-  type EventBody,
   type HistoryItem,
   type InboxEntry,
   type InboxItem,
@@ -20,6 +19,7 @@ import {
   type SessionStore,
   type StoreNotification,
   type StoredSession,
+  storeInput,
 } from "@durable-agents/core";
 import { NotificationListener } from "./notification-listener.js";
 import { channelName, schemaName } from "./schema-name.js";
@@ -71,17 +71,11 @@ export class PostgresStore implements SessionStore {
   }
 
   async createSession(session: NewSession): Promise<CommitResult> {
-    const head = session?.head;
-    checkHead(head, undefined);
+    const { head, events } = storeInput.checkNewSession(session);
     if (head.sessionId.length > MAX_SESSION_ID) {
       throw new InvalidInputError(`a session ID has at most ${MAX_SESSION_ID} characters`, ["head.sessionId"]);
     }
-    const events = checkEvents(session.events);
     const inbox = session.inbox;
-    if (inbox !== undefined) {
-      checkEntry(inbox?.entry);
-      checkDedupeKey(inbox.dedupeKey);
-    }
     const result = await this.run<{ last_event_seq: string }>("createSession", [
       head.sessionId,
       head.agent,
@@ -97,7 +91,7 @@ export class PostgresStore implements SessionStore {
   }
 
   async loadSession(sessionId: string): Promise<StoredSession | null> {
-    checkId(sessionId);
+    storeInput.checkSessionId(sessionId);
     const result = await this.run<{ head: SessionHead; version: string; last_event_seq: string }>("loadSession", [
       sessionId,
     ]);
@@ -107,29 +101,14 @@ export class PostgresStore implements SessionStore {
   }
 
   async readHistory(sessionId: string, offset = 0): Promise<HistoryItem[]> {
-    checkId(sessionId);
-    checkCount("offset", offset);
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkCount("offset", offset);
     const result = await this.run<{ item: HistoryItem }>("readHistory", [sessionId, offset]);
     return result.rows.map((row) => row.item);
   }
 
   async commit(commit: Commit): Promise<CommitResult> {
-    checkId(commit?.sessionId);
-    checkCount("fence", commit.fence);
-    checkCount("expectedVersion", commit.expectedVersion);
-    const events = checkEvents(commit.events);
-    const history = commit.appendHistory ?? [];
-    if (!Array.isArray(history)) throw new InvalidInputError("appendHistory is not an array");
-    if (commit.head === undefined) {
-      if (history.length > 0) throw new InvalidInputError("appendHistory needs a head", ["appendHistory without head"]);
-    } else {
-      checkHead(commit.head, commit.sessionId);
-      if (typeof commit.runnable !== "boolean") {
-        throw new InvalidInputError("a commit with a head says whether the session is runnable", [
-          "runnable must be a boolean when head is given",
-        ]);
-      }
-    }
+    const { events, history } = storeInput.checkCommit(commit);
     const head = commit.head;
     const result = await this.run<{ version: string; last_event_seq: string }>("commit", [
       commit.sessionId,
@@ -161,9 +140,9 @@ export class PostgresStore implements SessionStore {
   }
 
   async enqueue(sessionId: string, entry: InboxEntry, dedupeKey: string | null): Promise<EnqueueResult> {
-    checkId(sessionId);
-    checkEntry(entry);
-    checkDedupeKey(dedupeKey);
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkInboxEntry(entry);
+    storeInput.checkDedupeKey(dedupeKey);
     const params = [sessionId, JSON.stringify(entry), dedupeKey];
     // Two enqueues with the same new key can both pass the duplicate check; the unique index stops
     // the second one, whose whole statement rolls back (no seq is used up), and the retry sees the
@@ -183,18 +162,14 @@ export class PostgresStore implements SessionStore {
   }
 
   async readInbox(sessionId: string, afterSeq: number): Promise<InboxItem[]> {
-    checkId(sessionId);
-    checkCount("afterSeq", afterSeq);
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkCount("afterSeq", afterSeq);
     const result = await this.run<{ seq: string; entry: InboxEntry }>("readInbox", [sessionId, afterSeq]);
     return result.rows.map((row) => ({ seq: Number(row.seq), ...row.entry }));
   }
 
   async acquireLease(options: AcquireLeaseOptions): Promise<Lease | null> {
-    checkWorker(options?.workerId);
-    checkTtl(options.ttlMs);
-    if (!Array.isArray(options.agents) || options.agents.some((agent) => typeof agent !== "string")) {
-      throw new InvalidInputError("agents is a list of agent names");
-    }
+    storeInput.checkLeaseRequest(options);
     if (options.agents.length === 0) return null;
     const result = await this.run<{ session_id: string; fence: string; expires_at: string }>("acquireLease", [
       options.agents,
@@ -212,8 +187,8 @@ export class PostgresStore implements SessionStore {
   }
 
   async renewLease(lease: Lease, ttlMs: number): Promise<Lease | null> {
-    checkLease(lease);
-    checkTtl(ttlMs);
+    storeInput.checkLease(lease);
+    storeInput.checkTtl(ttlMs);
     const result = await this.run<{ expires_at: string }>("renewLease", [
       lease.sessionId,
       lease.fence,
@@ -225,14 +200,12 @@ export class PostgresStore implements SessionStore {
   }
 
   async releaseLease(lease: Lease): Promise<void> {
-    checkLease(lease);
+    storeInput.checkLease(lease);
     await this.run("releaseLease", [lease.sessionId, lease.fence]);
   }
 
   async readEvents(sessionId: string, afterSeq: number, limit = 1000): Promise<SessionEvent[]> {
-    checkId(sessionId);
-    checkCount("afterSeq", afterSeq);
-    if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidInputError("limit is a positive integer");
+    storeInput.checkEventPage(sessionId, afterSeq, limit);
     const result = await this.run<{ seq: string; at: Date; type: string; data: unknown }>("readEvents", [
       sessionId,
       afterSeq,
@@ -267,69 +240,5 @@ export class PostgresStore implements SessionStore {
     const listening = this.listener.pending();
     if (listening) await listening;
     return this.pool.query<Row>({ name: this.statementPrefix + statement, text: this.sql[statement], values });
-  }
-}
-
-function checkId(sessionId: unknown): asserts sessionId is string {
-  if (typeof sessionId !== "string" || sessionId.length === 0) {
-    throw new InvalidInputError("a session ID is a non-empty string", ["sessionId"]);
-  }
-}
-
-function checkWorker(workerId: unknown): void {
-  if (typeof workerId !== "string" || workerId.length === 0) {
-    throw new InvalidInputError("a worker ID is a non-empty string", ["workerId"]);
-  }
-}
-
-function checkCount(what: string, value: unknown): void {
-  if (!Number.isSafeInteger(value) || (value as number) < 0) {
-    throw new InvalidInputError(`${what} is a non-negative integer`, [what]);
-  }
-}
-
-function checkTtl(ttlMs: unknown): void {
-  if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0) {
-    throw new InvalidInputError("ttlMs is a positive number of milliseconds", ["ttlMs"]);
-  }
-}
-
-function checkLease(lease: Lease): void {
-  checkId(lease?.sessionId);
-  checkWorker(lease.workerId);
-  checkCount("fence", lease.fence);
-}
-
-function checkHead(head: SessionHead | undefined, sessionId: string | undefined): asserts head is SessionHead {
-  if (typeof head !== "object" || head === null) throw new InvalidInputError("head is an object", ["head"]);
-  checkId(head.sessionId);
-  if (sessionId !== undefined && head.sessionId !== sessionId) {
-    throw new InvalidInputError(`head is of session "${head.sessionId}", not "${sessionId}"`, ["head.sessionId"]);
-  }
-  if (typeof head.agent !== "string" || head.agent.length === 0) {
-    throw new InvalidInputError("head.agent is a non-empty string", ["head.agent"]);
-  }
-  checkCount("head.inboxCursor", head.inboxCursor);
-}
-
-function checkEvents(events: readonly EventBody[]): readonly EventBody[] {
-  if (!Array.isArray(events)) throw new InvalidInputError("events is an array", ["events"]);
-  events.forEach((event, index) => {
-    if (typeof event?.type !== "string" || typeof event.data !== "object" || event.data === null) {
-      throw new InvalidInputError(`event ${index} is not { type, data }`, [`events[${index}]`]);
-    }
-  });
-  return events;
-}
-
-function checkEntry(entry: InboxEntry): void {
-  if (entry?.kind !== "message" && entry?.kind !== "resolution") {
-    throw new InvalidInputError("an inbox entry is a message or a resolution", ["entry.kind"]);
-  }
-}
-
-function checkDedupeKey(dedupeKey: unknown): void {
-  if (dedupeKey !== null && (typeof dedupeKey !== "string" || dedupeKey.length === 0)) {
-    throw new InvalidInputError("a dedupe key is a non-empty string or null", ["dedupeKey"]);
   }
 }

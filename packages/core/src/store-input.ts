@@ -1,0 +1,120 @@
+/**
+ * What every store refuses before it touches storage. A backend calls these at the top of each
+ * operation, so the same malformed input gets the same `InvalidInputError` from every store and
+ * changes nothing.
+ */
+import { InvalidInputError } from "./errors.js";
+import type { EventBody, HistoryItem, InboxEntry, SessionHead } from "./schemas.js";
+import type { AcquireLeaseOptions, Commit, Lease, NewSession } from "./store.js";
+
+export function checkSessionId(sessionId: unknown): asserts sessionId is string {
+  if (typeof sessionId !== "string" || sessionId.length === 0) {
+    throw new InvalidInputError("a session ID is a non-empty string", ["sessionId"]);
+  }
+}
+
+export function checkCount(what: string, value: unknown): void {
+  if (!Number.isSafeInteger(value) || (value as number) < 0) {
+    throw new InvalidInputError(`${what} is a non-negative integer`, [what]);
+  }
+}
+
+export function checkTtl(ttlMs: unknown): void {
+  if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0) {
+    throw new InvalidInputError("ttlMs is a positive number of milliseconds", ["ttlMs"]);
+  }
+}
+
+function checkWorker(workerId: unknown): void {
+  if (typeof workerId !== "string" || workerId.length === 0) {
+    throw new InvalidInputError("a worker ID is a non-empty string", ["workerId"]);
+  }
+}
+
+export function checkLease(lease: Lease): void {
+  checkSessionId(lease?.sessionId);
+  checkWorker(lease.workerId);
+  checkCount("fence", lease.fence);
+}
+
+export function checkLeaseRequest(options: AcquireLeaseOptions): void {
+  checkWorker(options?.workerId);
+  checkTtl(options.ttlMs);
+  if (!Array.isArray(options.agents) || options.agents.some((agent) => typeof agent !== "string")) {
+    throw new InvalidInputError("agents is a list of agent names");
+  }
+}
+
+function checkHead(head: SessionHead | undefined, sessionId: string | undefined): asserts head is SessionHead {
+  if (typeof head !== "object" || head === null) throw new InvalidInputError("head is an object", ["head"]);
+  checkSessionId(head.sessionId);
+  if (sessionId !== undefined && head.sessionId !== sessionId) {
+    throw new InvalidInputError(`head is of session "${head.sessionId}", not "${sessionId}"`, ["head.sessionId"]);
+  }
+  if (typeof head.agent !== "string" || head.agent.length === 0) {
+    throw new InvalidInputError("head.agent is a non-empty string", ["head.agent"]);
+  }
+  checkCount("head.inboxCursor", head.inboxCursor);
+}
+
+function checkEvents(events: readonly EventBody[]): readonly EventBody[] {
+  if (!Array.isArray(events)) throw new InvalidInputError("events is an array", ["events"]);
+  events.forEach((event, index) => {
+    if (typeof event?.type !== "string" || typeof event.data !== "object" || event.data === null) {
+      throw new InvalidInputError(`event ${index} is not { type, data }`, [`events[${index}]`]);
+    }
+  });
+  return events;
+}
+
+export function checkInboxEntry(entry: InboxEntry): void {
+  if (entry?.kind !== "message" && entry?.kind !== "resolution") {
+    throw new InvalidInputError("an inbox entry is a message or a resolution", ["entry.kind"]);
+  }
+}
+
+export function checkDedupeKey(dedupeKey: unknown): void {
+  if (dedupeKey !== null && (typeof dedupeKey !== "string" || dedupeKey.length === 0)) {
+    throw new InvalidInputError("a dedupe key is a non-empty string or null", ["dedupeKey"]);
+  }
+}
+
+/** Checks a `createSession` argument; returns its head and events. */
+export function checkNewSession(session: NewSession): { head: SessionHead; events: readonly EventBody[] } {
+  const head = session?.head;
+  checkHead(head, undefined);
+  const events = checkEvents(session.events);
+  if (session.inbox !== undefined) {
+    checkInboxEntry(session.inbox?.entry);
+    checkDedupeKey(session.inbox.dedupeKey);
+  }
+  return { head, events };
+}
+
+/** Checks a `commit` argument; returns its events and the history to append (`[]` when absent). */
+export function checkCommit(commit: Commit): { events: readonly EventBody[]; history: readonly HistoryItem[] } {
+  checkSessionId(commit?.sessionId);
+  checkCount("fence", commit.fence);
+  checkCount("expectedVersion", commit.expectedVersion);
+  const events = checkEvents(commit.events);
+  const history = commit.appendHistory ?? [];
+  if (!Array.isArray(history)) throw new InvalidInputError("appendHistory is not an array");
+  if (commit.head === undefined) {
+    if (history.length > 0) throw new InvalidInputError("appendHistory needs a head", ["appendHistory without head"]);
+  } else {
+    checkHead(commit.head, commit.sessionId);
+    if (typeof commit.runnable !== "boolean") {
+      throw new InvalidInputError("a commit with a head says whether the session is runnable", [
+        "runnable must be a boolean when head is given",
+      ]);
+    }
+  }
+  return { events, history };
+}
+
+/** Checks the cursor and page size of `readEvents`. */
+export function checkEventPage(sessionId: unknown, afterSeq: unknown, limit: unknown): void {
+  checkSessionId(sessionId);
+  checkCount("afterSeq", afterSeq);
+  if (!Number.isSafeInteger(limit) || (limit as number) < 1) throw new InvalidInputError("limit is a positive integer");
+}

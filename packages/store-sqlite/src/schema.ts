@@ -1,0 +1,82 @@
+/**
+ * The versioned schema of a store file. `PRAGMA user_version` records how many migrations the file
+ * has; a migration is never edited once released, a change to the tables is a new entry at the end.
+ * `PRAGMA application_id` marks the file as ours, so a store never writes into another program's
+ * database.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/** "DAgS" in ASCII: the application ID of a Durable Agents store file. */
+export const APPLICATION_ID = 0x44416753;
+
+export const migrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: "sessions, history, events, inbox and signals",
+    sql: `
+CREATE TABLE sessions (
+  session_id TEXT PRIMARY KEY,
+  agent TEXT NOT NULL,
+  head TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  fence INTEGER NOT NULL DEFAULT 0,
+  lease_owner TEXT,
+  lease_expires_at INTEGER,
+  runnable INTEGER NOT NULL DEFAULT 0,
+  inbox_cursor INTEGER NOT NULL,
+  last_inbox_seq INTEGER NOT NULL DEFAULT 0,
+  last_event_seq INTEGER NOT NULL DEFAULT 0,
+  history_length INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  touched_at INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- Only sessions with work are in this index, so finding one costs the same however many idle
+-- sessions the file holds. The lease query repeats the predicate word for word.
+CREATE INDEX sessions_ready ON sessions (agent, touched_at) WHERE runnable OR last_inbox_seq > inbox_cursor;
+
+CREATE TABLE history (
+  session_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  item TEXT NOT NULL,
+  PRIMARY KEY (session_id, position)
+) WITHOUT ROWID;
+
+-- Events and inbox entries keep a rowid that only grows: another process finds what is new since
+-- its last look with one range read (see change-watcher.ts).
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  at TEXT NOT NULL,
+  type TEXT NOT NULL,
+  data TEXT NOT NULL,
+  UNIQUE (session_id, seq)
+);
+
+CREATE TABLE inbox (
+  id INTEGER PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  dedupe_key TEXT,
+  entry TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  UNIQUE (session_id, seq)
+);
+CREATE UNIQUE INDEX inbox_dedupe ON inbox (session_id, dedupe_key) WHERE dedupe_key IS NOT NULL;
+
+-- Counters other processes watch: 'work' grows when a released lease leaves work behind.
+CREATE TABLE signals (
+  name TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO signals (name, value) VALUES ('work', 0);
+`,
+  },
+];
+
+export const LATEST_VERSION = migrations.length;

@@ -1,0 +1,342 @@
+import { realpathSync } from "node:fs";
+import type { DatabaseSync } from "node:sqlite";
+import {
+  InvalidInputError,
+  LeaseLostError,
+  SessionNotFoundError,
+  SessionStateError,
+  VersionConflictError,
+  WaitTimeoutError,
+  storeInput,
+  type AcquireLeaseOptions,
+  type Commit,
+  type CommitResult,
+  type EnqueueResult,
+  type EventBody,
+  type HistoryItem,
+  type InboxEntry,
+  type InboxItem,
+  type Lease,
+  type NewSession,
+  type SessionEvent,
+  type SessionStore,
+  type StoreNotification,
+  type StoredSession,
+} from "@durable-agents/core";
+import { ChangeWatcher } from "./change-watcher.js";
+import { openDatabase, type Synchronous } from "./open-database.js";
+import { isBusy } from "./sqlite-codes.js";
+import { prepareStatements, type Statements } from "./statements.js";
+
+export interface SqliteStoreOptions {
+  /** The store file; created (with its schema) when missing. Its folder must exist. */
+  readonly path: string;
+  /**
+   * `"full"` (default): a commit is on disk when it returns, through power loss. `"normal"`: a
+   * commit survives a crash of the process, but the last commits before a power loss or an OS
+   * crash may be lost (the file stays consistent); commits cost one disk sync less.
+   */
+  readonly synchronous?: Synchronous;
+  /** How long a write waits for another process's write before `WaitTimeoutError`. Default 10000. */
+  readonly busyTimeoutMs?: number;
+  /** How often a subscribed store checks the file for other processes' writes. Default 25. */
+  readonly watchIntervalMs?: number;
+  /** The clock for lease expiry and event times; tests may move it. Default `Date.now`. */
+  readonly now?: () => number;
+}
+
+/** Stores of this process, by file: a write wakes every store on the same file at once. */
+const openStores = new Map<string, Set<SqliteStore>>();
+
+/** How long the SQLite call itself waits for a lock before the store waits without blocking. */
+const SYNC_BUSY_MS = 10;
+
+/**
+ * The embedded durable store: every session in one SQLite file, through Node's built-in
+ * `node:sqlite`. Worker processes on one machine may share the file; leases fence them as on any
+ * store. Each write is one transaction; the history and the events are appended, never rewritten.
+ */
+export class SqliteStore implements SessionStore {
+  /** The store file's absolute path. */
+  readonly path: string;
+  private readonly db: DatabaseSync;
+  private readonly statements: Statements;
+  private readonly now: () => number;
+  private readonly busyTimeoutMs: number;
+  private readonly listeners = new Set<(notification: StoreNotification) => void>();
+  private readonly watcher: ChangeWatcher;
+  private closed = false;
+
+  constructor(options: SqliteStoreOptions) {
+    const busyTimeoutMs = options?.busyTimeoutMs ?? 10_000;
+    const watchIntervalMs = options?.watchIntervalMs ?? 25;
+    if (!Number.isFinite(busyTimeoutMs) || busyTimeoutMs < 0) {
+      throw new InvalidInputError("invalid busyTimeoutMs", ["busyTimeoutMs is a non-negative number of milliseconds"]);
+    }
+    if (!Number.isFinite(watchIntervalMs) || watchIntervalMs < 1) {
+      throw new InvalidInputError("invalid watchIntervalMs", ["watchIntervalMs is a number of milliseconds, at least 1"]);
+    }
+    this.db = openDatabase({ path: options?.path, synchronous: options.synchronous ?? "full", busyTimeoutMs });
+    this.db.exec(`PRAGMA busy_timeout = ${Math.min(SYNC_BUSY_MS, busyTimeoutMs)}`);
+    this.path = realpathSync(options.path);
+    this.statements = prepareStatements(this.db);
+    this.now = options.now ?? Date.now;
+    this.busyTimeoutMs = busyTimeoutMs;
+    this.watcher = new ChangeWatcher(this.statements, watchIntervalMs, (n) => this.emit(n), () => {});
+    let peers = openStores.get(this.path);
+    if (!peers) openStores.set(this.path, (peers = new Set()));
+    peers.add(this);
+  }
+
+  async createSession(session: NewSession): Promise<CommitResult> {
+    const { head, events } = storeInput.checkNewSession(session);
+    const inbox = session.inbox;
+    await this.write(() => {
+      const now = this.now();
+      const created = this.statements.createSession.run(
+        head.sessionId,
+        head.agent,
+        JSON.stringify(head),
+        head.inboxCursor,
+        events.length,
+        inbox ? 1 : 0,
+        now,
+        now,
+      );
+      if (created.changes === 0) throw new SessionStateError(`a session with ID "${head.sessionId}" already exists`);
+      this.insertEvents(head.sessionId, 0, events, now);
+      if (inbox) {
+        this.statements.insertInbox.run(head.sessionId, 1, inbox.dedupeKey, JSON.stringify(inbox.entry), now);
+      }
+    });
+    if (events.length > 0) this.notify({ kind: "events", sessionId: head.sessionId });
+    if (inbox) {
+      this.notify({ kind: "inbox", sessionId: head.sessionId });
+      if (1 > head.inboxCursor) this.notify({ kind: "work" });
+    }
+    return { version: 1, lastEventSeq: events.length };
+  }
+
+  async loadSession(sessionId: string): Promise<StoredSession | null> {
+    storeInput.checkSessionId(sessionId);
+    const row = await this.read(
+      () => this.statements.loadSession.get(sessionId) as { head: string; version: number; last_event_seq: number } | undefined,
+    );
+    if (!row) return null;
+    return { head: JSON.parse(row.head), version: row.version, lastEventSeq: row.last_event_seq };
+  }
+
+  async readHistory(sessionId: string, offset = 0): Promise<HistoryItem[]> {
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkCount("offset", offset);
+    const rows = await this.read(() => this.statements.readHistory.all(sessionId, offset) as { item: string }[]);
+    return rows.map((row) => JSON.parse(row.item) as HistoryItem);
+  }
+
+  async commit(commit: Commit): Promise<CommitResult> {
+    const { events, history } = storeInput.checkCommit(commit);
+    const head = commit.head;
+    const result = await this.write(() => {
+      const now = this.now();
+      const row = this.statements.commit.get(
+        head === undefined ? null : JSON.stringify(head),
+        head === undefined ? 0 : 1,
+        head === undefined ? null : commit.runnable ? 1 : 0,
+        head === undefined ? null : head.inboxCursor,
+        history.length,
+        events.length,
+        commit.sessionId,
+        commit.fence,
+        now,
+        commit.expectedVersion,
+      ) as { version: number; history_length: number; last_event_seq: number } | undefined;
+      if (!row) throw this.refusal(commit, now);
+      const firstPosition = row.history_length - history.length;
+      history.forEach((item, i) => this.statements.insertHistory.run(commit.sessionId, firstPosition + i, JSON.stringify(item)));
+      this.insertEvents(commit.sessionId, row.last_event_seq - events.length, events, now);
+      return { version: row.version, lastEventSeq: row.last_event_seq };
+    });
+    if (events.length > 0) this.notify({ kind: "events", sessionId: commit.sessionId });
+    return result;
+  }
+
+  async enqueue(sessionId: string, entry: InboxEntry, dedupeKey: string | null): Promise<EnqueueResult> {
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkInboxEntry(entry);
+    storeInput.checkDedupeKey(dedupeKey);
+    const result = await this.write((): EnqueueResult => {
+      if (dedupeKey !== null) {
+        const existing = this.statements.findDuplicate.get(sessionId, dedupeKey) as { seq: number } | undefined;
+        if (existing) return { seq: existing.seq, duplicate: true };
+      }
+      const bumped = this.statements.bumpInbox.get(sessionId) as { last_inbox_seq: number } | undefined;
+      if (!bumped) throw new SessionNotFoundError(sessionId);
+      this.statements.insertInbox.run(sessionId, bumped.last_inbox_seq, dedupeKey, JSON.stringify(entry), this.now());
+      return { seq: bumped.last_inbox_seq, duplicate: false };
+    });
+    if (!result.duplicate) {
+      this.notify({ kind: "inbox", sessionId });
+      this.notify({ kind: "work" });
+    }
+    return result;
+  }
+
+  async readInbox(sessionId: string, afterSeq: number): Promise<InboxItem[]> {
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkCount("afterSeq", afterSeq);
+    const rows = await this.read(() => this.statements.readInbox.all(sessionId, afterSeq) as { seq: number; entry: string }[]);
+    return rows.map((row) => ({ ...(JSON.parse(row.entry) as InboxEntry), seq: row.seq }));
+  }
+
+  async acquireLease(options: AcquireLeaseOptions): Promise<Lease | null> {
+    storeInput.checkLeaseRequest(options);
+    if (options.agents.length === 0) return null;
+    const agents = JSON.stringify(options.agents);
+    // A read first: a worker that finds nothing to do never takes the file's write lock.
+    const candidate = await this.read(() => this.statements.findReady.get(agents, this.now()) as { session_id: string } | undefined);
+    if (!candidate) return null;
+    return this.write(() => {
+      // In the write transaction the candidate is checked again: another process may have taken it.
+      const now = this.now();
+      const found = this.statements.findReady.get(agents, now) as { session_id: string } | undefined;
+      if (!found) return null;
+      const expiresAt = now + Math.ceil(options.ttlMs);
+      const row = this.statements.grantLease.get(options.workerId, expiresAt, now, found.session_id, now) as
+        | { fence: number; lease_expires_at: number }
+        | undefined;
+      if (!row) return null;
+      return { sessionId: found.session_id, workerId: options.workerId, fence: row.fence, expiresAt: row.lease_expires_at };
+    });
+  }
+
+  async renewLease(lease: Lease, ttlMs: number): Promise<Lease | null> {
+    storeInput.checkLease(lease);
+    storeInput.checkTtl(ttlMs);
+    return this.write(() => {
+      const now = this.now();
+      const row = this.statements.renewLease.get(now + Math.ceil(ttlMs), lease.sessionId, lease.fence, lease.workerId, now) as
+        | { lease_expires_at: number }
+        | undefined;
+      return row ? { ...lease, expiresAt: row.lease_expires_at } : null;
+    });
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    storeInput.checkLease(lease);
+    const hasWork = await this.write(() => {
+      const row = this.statements.releaseLease.get(this.now(), lease.sessionId, lease.fence) as { has_work: number } | undefined;
+      if (row?.has_work) this.statements.bumpWork.run();
+      return Boolean(row?.has_work);
+    });
+    if (hasWork) this.notify({ kind: "work" });
+  }
+
+  async readEvents(sessionId: string, afterSeq: number, limit = 1000): Promise<SessionEvent[]> {
+    storeInput.checkEventPage(sessionId, afterSeq, limit);
+    const rows = await this.read(
+      () => this.statements.readEvents.all(sessionId, afterSeq, limit) as { seq: number; at: string; type: string; data: string }[],
+    );
+    return rows.map((row) => ({ seq: row.seq, at: row.at, type: row.type, data: JSON.parse(row.data) }) as SessionEvent);
+  }
+
+  /**
+   * Wake-ups: at once for writes made through any store of this process on the same file; within
+   * about `watchIntervalMs` for writes of other processes.
+   */
+  subscribe(listener: (notification: StoreNotification) => void): () => void {
+    if (typeof listener !== "function") throw new InvalidInputError("listener is a function");
+    this.listeners.add(listener);
+    if (!this.closed) this.watcher.start();
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0) this.watcher.stop();
+    };
+  }
+
+  /** Closes the file. Calls after this fail; closing twice is a no-op. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.watcher.stop();
+    this.listeners.clear();
+    const peers = openStores.get(this.path);
+    peers?.delete(this);
+    if (peers?.size === 0) openStores.delete(this.path);
+    this.db.close();
+  }
+
+  /** Looks for other processes' writes now instead of at the next tick (tests, benchmarks). */
+  checkForChanges(): void {
+    if (!this.closed) this.watcher.tick();
+  }
+
+  private insertEvents(sessionId: string, lastSeq: number, events: readonly EventBody[], now: number): void {
+    const at = new Date(now).toISOString();
+    events.forEach((event, i) =>
+      this.statements.insertEvent.run(sessionId, lastSeq + i + 1, at, event.type, JSON.stringify(event.data)),
+    );
+  }
+
+  /** Why a commit changed nothing: no session, a lost lease, or a moved version (checked in that order). */
+  private refusal(commit: Commit, now: number): Error {
+    const row = this.statements.commitDiagnosis.get(commit.fence, now, commit.sessionId) as
+      | { version: number; lease_held: number }
+      | undefined;
+    if (!row) return new SessionNotFoundError(commit.sessionId);
+    if (!row.lease_held) return new LeaseLostError(commit.sessionId, commit.fence);
+    return new VersionConflictError(commit.sessionId, commit.expectedVersion, row.version);
+  }
+
+  /**
+   * Runs `body` in one write transaction (`BEGIN IMMEDIATE`). While another process holds the write
+   * lock, waits without blocking the event loop and tries again, up to `busyTimeoutMs`. `body` is
+   * synchronous, so no other call of this process runs inside the transaction.
+   */
+  private async write<T>(body: () => T): Promise<T> {
+    return this.retryWhileBusy(() => {
+      this.db.exec("BEGIN IMMEDIATE");
+      try {
+        const result = body();
+        this.db.exec("COMMIT");
+        return result;
+      } catch (error) {
+        if (this.db.isTransaction) this.db.exec("ROLLBACK");
+        throw error;
+      }
+    });
+  }
+
+  /** A read sees the last committed state; it waits only while the file is being recovered. */
+  private read<T>(body: () => T): Promise<T> {
+    return this.retryWhileBusy(body);
+  }
+
+  private async retryWhileBusy<T>(body: () => T): Promise<T> {
+    const deadline = Date.now() + this.busyTimeoutMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return body();
+      } catch (error) {
+        if (!isBusy(error)) throw error;
+        if (Date.now() >= deadline) {
+          throw new WaitTimeoutError(`the store file "${this.path}" stayed locked by another process for ${this.busyTimeoutMs} ms`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(attempt, 8) * (0.5 + Math.random())));
+      }
+    }
+  }
+
+  private notify(notification: StoreNotification): void {
+    for (const store of openStores.get(this.path) ?? []) store.emit(notification);
+  }
+
+  private emit(notification: StoreNotification): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(notification);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+  }
+}

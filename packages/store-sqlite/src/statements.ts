@@ -1,0 +1,70 @@
+/** The store's statements, prepared once per connection. */
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+
+/** A session has work when its flag says so or the inbox is past its cursor (seqs have no gaps). */
+const ready = "(runnable OR last_inbox_seq > inbox_cursor)";
+
+const sql = {
+  createSession: `
+INSERT INTO sessions (session_id, agent, head, version, inbox_cursor, last_event_seq, last_inbox_seq, created_at, touched_at)
+VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING`,
+  loadSession: "SELECT head, version, last_event_seq FROM sessions WHERE session_id = ?",
+  readHistory: "SELECT item FROM history WHERE session_id = ? AND position >= ? ORDER BY position",
+  // ? head or null, ? head given (0/1), ? runnable or null, ? inbox cursor or null, ? history count,
+  // ? event count, ? id, ? fence, ? now, ? expected version
+  commit: `
+UPDATE sessions SET
+  head = COALESCE(?, head),
+  version = version + ?,
+  runnable = COALESCE(?, runnable),
+  inbox_cursor = COALESCE(?, inbox_cursor),
+  history_length = history_length + ?,
+  last_event_seq = last_event_seq + ?
+WHERE session_id = ? AND fence = ? AND lease_owner IS NOT NULL AND lease_expires_at > ? AND version = ?
+RETURNING version, history_length, last_event_seq`,
+  commitDiagnosis: `
+SELECT version, (fence = ? AND lease_owner IS NOT NULL AND lease_expires_at > ?) AS lease_held
+FROM sessions WHERE session_id = ?`,
+  insertHistory: "INSERT INTO history (session_id, position, item) VALUES (?, ?, ?)",
+  insertEvent: "INSERT INTO events (session_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)",
+  findDuplicate: "SELECT seq FROM inbox WHERE session_id = ? AND dedupe_key = ?",
+  bumpInbox: "UPDATE sessions SET last_inbox_seq = last_inbox_seq + 1 WHERE session_id = ? RETURNING last_inbox_seq",
+  insertInbox: "INSERT INTO inbox (session_id, seq, dedupe_key, entry, created_at) VALUES (?, ?, ?, ?, ?)",
+  readInbox: "SELECT seq, entry FROM inbox WHERE session_id = ? AND seq > ? ORDER BY seq",
+  // ? agents (json array), ? now
+  findReady: `
+SELECT session_id FROM sessions INDEXED BY sessions_ready
+WHERE agent IN (SELECT value FROM json_each(?)) AND ${ready}
+  AND (lease_owner IS NULL OR lease_expires_at <= ?)
+ORDER BY touched_at LIMIT 1`,
+  // ? worker, ? expires at, ? now, ? id, ? now
+  grantLease: `
+UPDATE sessions SET lease_owner = ?, fence = fence + 1, lease_expires_at = ?, touched_at = ?
+WHERE session_id = ? AND ${ready} AND (lease_owner IS NULL OR lease_expires_at <= ?)
+RETURNING fence, lease_expires_at`,
+  // ? expires at, ? id, ? fence, ? worker, ? now
+  renewLease: `
+UPDATE sessions SET lease_expires_at = ?
+WHERE session_id = ? AND fence = ? AND lease_owner = ? AND lease_expires_at > ?
+RETURNING lease_expires_at`,
+  // ? now, ? id, ? fence
+  releaseLease: `
+UPDATE sessions SET lease_owner = NULL, lease_expires_at = NULL, touched_at = ?
+WHERE session_id = ? AND fence = ? AND lease_owner IS NOT NULL
+RETURNING ${ready} AS has_work`,
+  bumpWork: "UPDATE signals SET value = value + 1 WHERE name = 'work'",
+  readEvents: "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+  // The change watcher's reads (another process's writes).
+  dataVersion: "PRAGMA data_version",
+  lastIds: "SELECT (SELECT COALESCE(max(id), 0) FROM events) AS events, (SELECT COALESCE(max(id), 0) FROM inbox) AS inbox, (SELECT value FROM signals WHERE name = 'work') AS work",
+  newEvents: "SELECT session_id, max(id) AS last FROM events WHERE id > ? GROUP BY session_id",
+  newInbox: "SELECT session_id, max(id) AS last FROM inbox WHERE id > ? GROUP BY session_id",
+} as const;
+
+export type Statements = { readonly [K in keyof typeof sql]: StatementSync };
+
+export function prepareStatements(db: DatabaseSync): Statements {
+  const out: Partial<Record<keyof typeof sql, StatementSync>> = {};
+  for (const [name, text] of Object.entries(sql) as [keyof typeof sql, string][]) out[name] = db.prepare(text);
+  return out as Statements;
+}
