@@ -133,6 +133,19 @@ describe("two processes on one file", () => {
   });
 });
 
+it("lets several processes create and migrate a new file at the same moment", async () => {
+  const dir = tempStoreDir();
+  cleanups.push(() => dir.remove());
+  const path = dir.file("fresh.db");
+  const children = Array.from({ length: 4 }, () => startStoreProcess(path));
+  cleanups.push(() => Promise.all(children.map((child) => child.stop())).then(() => undefined));
+  expect(await Promise.all(children.map((child) => child.call("readEvents", { sessionId: "none" })))).toEqual([[], [], [], []]);
+  const store = new SqliteStore({ path });
+  cleanups.push(() => store.close());
+  await create(store, "s-after");
+  expect((await children[0]!.call<unknown[]>("readEvents", { sessionId: "s-after" })).length).toBe(1);
+});
+
 describe("stores of one process on one file", () => {
   it("wake each other at once, without waiting for the file watch", async () => {
     const { store, path } = setup();
