@@ -23,6 +23,7 @@ import {
   type SessionStore,
   type StoredSession,
   type StoreNotification,
+  storeInput,
 } from "@durable-agents/core";
 
 /** One session as stored. Values are kept as JSON text, as a database would, so no caller can alias them. */
@@ -57,6 +58,7 @@ export class MemoryStore implements SessionStore {
   }
 
   async createSession(session: NewSession): Promise<CommitResult> {
+    storeInput.checkNewSession(session);
     const sessionId = session.head.sessionId;
     if (this.records.has(sessionId)) throw new SessionStateError(`a session with ID "${sessionId}" already exists`);
     const record: MemorySessionRecord = {
@@ -87,18 +89,22 @@ export class MemoryStore implements SessionStore {
   }
 
   async loadSession(sessionId: string): Promise<StoredSession | null> {
+    storeInput.checkSessionId(sessionId);
     const record = this.records.get(sessionId);
     if (!record) return null;
     return { head: JSON.parse(record.head) as SessionHead, version: record.version, lastEventSeq: lastSeq(record) };
   }
 
   async readHistory(sessionId: string, offset = 0): Promise<HistoryItem[]> {
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkCount("offset", offset);
     const record = this.records.get(sessionId);
     if (!record) return [];
     return record.history.slice(offset).map((item) => JSON.parse(item) as HistoryItem);
   }
 
   async commit(commit: Commit): Promise<CommitResult> {
+    storeInput.checkCommit(commit);
     const record = this.records.get(commit.sessionId);
     if (!record) throw new SessionNotFoundError(commit.sessionId);
     if (!this.holds(record, commit.fence)) throw new LeaseLostError(commit.sessionId, commit.fence);
@@ -118,6 +124,9 @@ export class MemoryStore implements SessionStore {
   }
 
   async enqueue(sessionId: string, entry: InboxEntry, dedupeKey: string | null): Promise<EnqueueResult> {
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkInboxEntry(entry);
+    storeInput.checkDedupeKey(dedupeKey);
     const record = this.records.get(sessionId);
     if (!record) throw new SessionNotFoundError(sessionId);
     if (dedupeKey !== null) {
@@ -132,6 +141,8 @@ export class MemoryStore implements SessionStore {
   }
 
   async readInbox(sessionId: string, afterSeq: number): Promise<InboxItem[]> {
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkCount("afterSeq", afterSeq);
     const record = this.records.get(sessionId);
     if (!record) return [];
     return record.inbox
@@ -140,6 +151,7 @@ export class MemoryStore implements SessionStore {
   }
 
   async acquireLease(options: AcquireLeaseOptions): Promise<Lease | null> {
+    storeInput.checkLeaseRequest(options);
     const now = this.now();
     for (const record of this.records.values()) {
       if (!options.agents.includes(record.agent)) continue;
@@ -155,6 +167,8 @@ export class MemoryStore implements SessionStore {
   }
 
   async renewLease(lease: Lease, ttlMs: number): Promise<Lease | null> {
+    storeInput.checkLease(lease);
+    storeInput.checkTtl(ttlMs);
     const record = this.records.get(lease.sessionId);
     if (!record || !this.holds(record, lease.fence)) return null;
     record.leaseExpiresAt = this.now() + ttlMs;
@@ -162,6 +176,7 @@ export class MemoryStore implements SessionStore {
   }
 
   async releaseLease(lease: Lease): Promise<void> {
+    storeInput.checkLease(lease);
     const record = this.records.get(lease.sessionId);
     if (!record || record.fence !== lease.fence || record.leaseOwner === null) return;
     record.leaseOwner = null;
@@ -171,6 +186,7 @@ export class MemoryStore implements SessionStore {
   }
 
   async readEvents(sessionId: string, afterSeq: number, limit = 1000): Promise<SessionEvent[]> {
+    storeInput.checkEventPage(sessionId, afterSeq, limit);
     const record = this.records.get(sessionId);
     if (!record) return [];
     const out: SessionEvent[] = [];

@@ -38,7 +38,7 @@ it("writes as many pages per commit at 1,000 history items as at 10", async () =
       runnable: true,
       appendHistory: [item(length)],
       events: [
-        { type: "step_started", data: { step: "RunModel", attempt: 1 } },
+        { type: "step_started", data: { turnId: "turn-1", step: "RunModel", attempt: 1 } },
         { type: "message_queued", data: { text: `step ${length}`, position: 1 } },
       ],
     });

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { LeaseLostError, SessionNotFoundError, SessionStateError, VersionConflictError } from "../errors.js";
+import { InvalidInputError, LeaseLostError, SessionNotFoundError, SessionStateError, VersionConflictError } from "../errors.js";
 import { newSessionHead } from "../machine.js";
 import type { EventBody, HistoryItem, SessionHead } from "../schemas.js";
 import type { Lease, SessionStore, StoreNotification } from "../store.js";
@@ -243,6 +243,40 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       assert.deepEqual(page[0], all[4]);
       assert.equal(typeof page[0]?.at, "string");
       assert.deepEqual(await store.readEvents(head.sessionId, 11), []);
+    });
+
+    test("malformed input is refused with InvalidInputError and changes nothing", async () => {
+      const { store, raw } = await open();
+      const invalid = InvalidInputError.isInstance;
+      const fresh = newSessionHead(`s-${randomUUID()}`, agent, new Date().toISOString());
+      await assert.rejects(store.createSession({ head: fresh, events: [{ type: "x" } as never] }), invalid);
+      await assert.rejects(store.createSession({ head: { ...fresh, agent: "" }, events: [] }), invalid);
+      await assert.rejects(
+        store.createSession({ head: fresh, events: [], inbox: { entry: { kind: "nope" } as never, dedupeKey: null } }),
+        invalid,
+      );
+      assert.equal(await raw.session(fresh.sessionId), null, "no refused create wrote a session");
+
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store);
+      const base = { sessionId: head.sessionId, fence: l.fence, expectedVersion: 1, events: [] };
+      await assert.rejects(store.commit({ ...base, head }), invalid, "a head without runnable");
+      await assert.rejects(store.commit({ ...base, head: { ...head, sessionId: "another" }, runnable: true }), invalid);
+      await assert.rejects(store.commit({ ...base, appendHistory: [item("x")] }), invalid, "history without a head");
+      await assert.rejects(store.commit({ ...base, fence: -1 }), invalid);
+      await assert.rejects(store.enqueue(head.sessionId, { kind: "nope" } as never, null), invalid);
+      await assert.rejects(store.enqueue(head.sessionId, message("x"), ""), invalid);
+      await assert.rejects(store.readHistory(head.sessionId, -1), invalid);
+      await assert.rejects(store.readEvents(head.sessionId, 0, 0), invalid);
+      await assert.rejects(store.readInbox("", 0), invalid);
+      await assert.rejects(store.acquireLease({ workerId: "", ttlMs: 1_000, agents: [agent] }), invalid);
+      await assert.rejects(store.renewLease(l, 0), invalid);
+      const row = await raw.session(head.sessionId);
+      assert.equal(row?.version, 1);
+      assert.deepEqual(row?.head, head);
+      assert.equal((await raw.history(head.sessionId)).length, 0);
+      assert.equal((await raw.events(head.sessionId)).length, 1);
+      assert.equal((await raw.inbox(head.sessionId)).length, 1);
     });
 
     test("subscribers are woken by new inbox entries, events and released work", async () => {

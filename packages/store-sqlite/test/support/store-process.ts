@@ -1,5 +1,5 @@
 /** Drives test/support/store-process.mjs: a second process with its own SqliteStore on one file. */
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -24,7 +24,7 @@ export class RemoteError extends Error {
 const script = fileURLToPath(new URL("./store-process.mjs", import.meta.url));
 
 export function startStoreProcess(path: string): StoreProcess {
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [script, path], { stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [script, path], { stdio: ["pipe", "pipe", "inherit"] });
   const waiting = new Map<string, (message: Record<string, unknown>) => void>();
   const notifications: StoreNotification[] = [];
   const watchers = new Set<() => void>();
