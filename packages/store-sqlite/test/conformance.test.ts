@@ -1,30 +1,16 @@
-import { runnerConformance, sessionConformance, storeConformance } from "@durable-agents/core/conformance";
+import { sessionConformance, storeConformance } from "@durable-agents/core/conformance";
 import { ScriptedRunner } from "@durable-agents/core/testing";
 import { afterEach, describe, it } from "vitest";
 import { openTempSqliteStore } from "../src/testing/index.js";
 
+// The store's promises, then every scenario of the session contract, each test on a new file.
+// (The runner suite checks runners, not stores; it runs with the runners' packages.)
 storeConformance({ describe, it, afterEach }, async () => openTempSqliteStore());
-
-let made: ScriptedRunner[] = [];
-runnerConformance(
-  { describe, it },
-  {
-    makeRunner: (tools) => {
-      const runner = new ScriptedRunner({ tools });
-      made.push(runner);
-      return runner;
-    },
-    modelCalls: () => made.reduce((sum, runner) => sum + runner.modelCalls, 0),
-  },
-);
 
 sessionConformance(
   { describe, it, afterEach },
   {
     makeRunner: (tools) => new ScriptedRunner({ tools }),
-    makeStore: async () => {
-      const { store, cleanup } = openTempSqliteStore();
-      return { store, cleanup };
-    },
+    makeStore: async () => openTempSqliteStore(),
   },
 );
