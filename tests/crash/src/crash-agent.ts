@@ -1,14 +1,13 @@
 /**
  * The agent every crash suite runs: core's framework-free `ScriptedRunner` (the user message is a
  * script of `call <tool> <json>` lines and `then` separators) with four tools, one per row of the
- * policy table that matters here. Every tool writes its execution to `tool_executions` before it
+ * policy table that matters here. Every tool writes its execution to its execution log before it
  * works, sleeps a few milliseconds (so a SIGKILL can land mid-call), and fails at random.
  */
 import { randomInt } from "node:crypto";
-import type pg from "pg";
 import { currentToolCall, defineSession, ToolExecutionError, type SessionDefinition, type ToolEffect } from "@durable-agents/core";
 import { ScriptedRunner, type ConformanceTool } from "@durable-agents/core/testing";
-import { recordFinish, recordStart, type ExecutionResult } from "./execution-log.js";
+import type { ExecutionLog, ExecutionResult } from "./execution-log.js";
 
 export const CRASH_AGENT = "crash-agent";
 
@@ -24,8 +23,8 @@ export type CrashToolName = keyof typeof crashTools;
 export const crashToolNames = Object.keys(crashTools) as CrashToolName[];
 
 export interface CrashAgentOptions {
-  /** The pool the tools write their executions with (not the store's). */
-  readonly toolPool: pg.Pool;
+  /** Where the tools record their executions (never through the store). */
+  readonly executions: ExecutionLog;
   /** Chance that one execution fails. Default 0.2. */
   readonly failureRate?: number;
   /** Longest sleep of a tool, in ms. Default 50. */
@@ -44,7 +43,7 @@ function crashTool(name: CrashToolName, options: CrashAgentOptions): Conformance
     async execute(args) {
       const call = currentToolCall();
       if (!call) throw new Error(`${name} ran outside a tool call step`);
-      const id = await recordStart(options.toolPool, {
+      const id = await options.executions.start({
         sessionId: call.sessionId,
         turnId: call.turnId,
         tool: name,
@@ -60,7 +59,7 @@ function crashTool(name: CrashToolName, options: CrashAgentOptions): Conformance
       // half the time with an error (recorded `outcome_unknown`); the others are retried.
       const result: ExecutionResult =
         roll >= failureRate ? "ok" : crashTools[name].maxExecutions === 1 && roll < failureRate / 2 ? "tool_error" : "error";
-      await recordFinish(options.toolPool, id, Date.now(), result);
+      await options.executions.finish(id, Date.now(), result);
       if (result === "tool_error") throw new ToolExecutionError(`${name} refused key ${String(args.key)}`);
       if (result === "error") throw new Error(`${name} failed on attempt ${call.attempt} (injected)`);
       return `${name} ${String(args.key)} done on attempt ${call.attempt}`;

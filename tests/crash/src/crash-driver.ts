@@ -2,9 +2,9 @@
  * The driver of a crash run: it creates sessions through `SessionClient`, keeps worker processes
  * alive, SIGKILLs them (and optionally restarts PostgreSQL) at random moments spread over the run's
  * progress, approves or rejects interrupts as they appear, waits (bounded) until every session is at
- * rest, then checks the invariants from the database.
+ * rest, then checks the invariants from the database. The store is a parameter: a PostgreSQL
+ * database (`databaseUrl`) or one SQLite file (`sqlitePath`), see store-backend.ts.
  */
-import pg from "pg";
 import {
   DuplicateResolutionError,
   DurableAgentsError,
@@ -12,18 +12,24 @@ import {
   SessionStateError,
   type SessionEvent,
 } from "@durable-agents/core";
-import { migrate, PostgresStore } from "@durable-agents/store-postgres";
 import type { PostgresServer } from "@durable-agents/store-postgres/testing";
 import { CRASH_AGENT } from "./crash-agent.js";
-import { createExecutionTable, EXECUTION_TABLE } from "./execution-log.js";
 import { checkInvariants, type InvariantStats } from "./invariants.js";
-import { loadRunData, type RunData } from "./run-data.js";
+import type { RunData } from "./run-data.js";
 import { planSessions, type PlannedSession } from "./session-plan.js";
+import { openBackend, type StoreFigures, type StoreKind } from "./store-backend.js";
 import { WorkerFleet, type WorkerLife } from "./worker-fleet.js";
 
 export interface CrashRunOptions {
-  /** An empty database of the run's own. */
-  readonly databaseUrl: string;
+  /** PostgreSQL: an empty database of the run's own. */
+  readonly databaseUrl?: string;
+  /**
+   * SQLite, instead of `databaseUrl`: the store file of the run (a new file in a folder of the
+   * run's own; the tools' log and the workers' transaction records go beside it).
+   */
+  readonly sqlitePath?: string;
+  /** The SQLite store's `synchronous`. Default `full`. */
+  readonly sqliteSynchronous?: "full" | "normal";
   /** The server, when the run restarts PostgreSQL (`restarts > 0`). */
   readonly server?: PostgresServer;
   readonly sessions: number;
@@ -73,10 +79,17 @@ export interface CrashRunCounts {
   durationMs: number;
 }
 
+export interface CrashRunStore {
+  readonly kind: StoreKind;
+  /** What the store's backend counted about kills and the store file. */
+  readonly figures: StoreFigures;
+}
+
 export interface CrashRunResult {
   readonly violations: string[];
   readonly counts: CrashRunCounts;
   readonly stats: InvariantStats;
+  readonly store: CrashRunStore;
   readonly workers: readonly WorkerLife[];
   readonly plan: readonly PlannedSession[];
   /** What the run left in the database, as the checks read it. */
@@ -155,14 +168,17 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
   const totalTurns = plan.reduce((sum, session) => sum + session.turns.length, 0);
   counts.turns = totalTurns;
 
-  const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 12, connectionTimeoutMillis: 5000 });
-  pool.on("error", () => {});
-  await migrate(pool);
-  await createExecutionTable(pool);
-  const store = new PostgresStore({ pool, pollIntervalMs: 500 });
+  const backend = await openBackend({
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.sqlitePath ? { sqlitePath: options.sqlitePath } : {}),
+    ...(options.sqliteSynchronous ? { sqliteSynchronous: options.sqliteSynchronous } : {}),
+    isConnectionError,
+  });
+  if (restarts > 0 && backend.kind !== "postgres") throw new Error("restarts are PostgreSQL restarts");
+  const store = backend.store;
   const client = new SessionClient({ store, agents: [CRASH_AGENT] });
   const fleet = new WorkerFleet({
-    databaseUrl: options.databaseUrl,
+    storeArgs: backend.workerArgs,
     leaseTtlMs: options.leaseTtlMs ?? 1500,
     pollIntervalMs: options.pollIntervalMs ?? 100,
     failureRate: options.failureRate ?? 0.2,
@@ -171,7 +187,7 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
       const kind = messageKind(line);
       counts.workerErrors[kind] = (counts.workerErrors[kind] ?? 0) + 1;
       // A worker may report the database being away; anything else is the engine failing.
-      if (!isConnectionError(line)) violations.push(`a worker reported an error that is not a lost connection: ${line.slice(0, 300)}`);
+      if (!backend.isExpectedWorkerError(line)) violations.push(`a worker reported an error that is not a lost connection: ${line.slice(0, 300)}`);
     },
   });
 
@@ -411,14 +427,8 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
       await sleep(Math.floor(Math.random() * 300));
       if (finished()) break;
       if (action.kind === "kill") {
-        // Prefer a worker that is inside a tool call right now, so that kills land mid-call.
-        const busy = await pool
-          .query<{ pid: number }>(`SELECT DISTINCT worker_pid AS pid FROM ${EXECUTION_TABLE} WHERE finished_at IS NULL AND worker_pid = ANY($1)`, [
-            fleet.pids,
-          ])
-          .then((r) => r.rows.map((row) => Number(row.pid)))
-          .catch(() => []);
-        const victim = await fleet.killRandom(busy);
+        // The backend picks the moment and the victim (a worker inside a tool call, or a write transaction).
+        const victim = await backend.kill(fleet, counts.kills + 1, violations);
         counts.kills += 1;
         log(`kill ${counts.kills}: worker ${victim.pid} after ${turnsEnded}/${totalTurns} turns`);
       } else {
@@ -479,7 +489,8 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
       violations.push(`worker ${life.pid} exited by itself (${life.exit}) although nobody killed it`);
     }
     counts.workersStarted = fleet.lives.length;
-    const data = await retrying("load the run's rows", () => loadRunData(pool));
+    backend.finish(fleet.lives);
+    const data = await retrying("load the run's rows", () => backend.loadRunData());
     const checked = checkInvariants(data, {
       plan,
       workers: fleet.lives,
@@ -487,13 +498,12 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
     });
     violations.push(...checked.violations);
     counts.durationMs = Date.now() - started;
-    result = { violations, counts, stats: checked.stats, workers: fleet.lives, plan, data };
+    result = { violations, counts, stats: checked.stats, store: { kind: backend.kind, figures: backend.figures }, workers: fleet.lives, plan, data };
   } finally {
     stopped = true;
     fleet.killAll();
     unsubscribe();
-    await store.close().catch(() => {});
-    await pool.end().catch(() => {});
+    await backend.close().catch(() => {});
   }
   return result!;
 }

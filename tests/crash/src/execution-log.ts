@@ -1,7 +1,9 @@
 /**
  * The tools' own record of every execution, in a table of their own (`tool_executions`), written
- * through their own pool: a row is inserted before the tool does its work and completed after it.
- * The suites compare these rows with the store's events, so the record must not go through the store.
+ * through their own connections: a row is inserted before the tool does its work and completed after
+ * it. The suites compare these rows with the store's events, so the record must not go through the
+ * store. On PostgreSQL the table is in the run's database (a pool of its own); on SQLite it is in a
+ * file of its own beside the store file (`sqlite-execution-log.ts`).
  */
 import type pg from "pg";
 
@@ -27,6 +29,21 @@ export interface ExecutionRow extends ExecutionStart {
   /** Null when the worker died (or the database was away) before it could write the end. */
   readonly finishedAt: number | null;
   readonly result: ExecutionResult | null;
+}
+
+/** Where a tool records its executions: the same two writes whatever the store is. */
+export interface ExecutionLog {
+  /** Writes one execution's start (committed before it returns); returns its row ID for `finish`. */
+  start(start: ExecutionStart): Promise<number>;
+  finish(id: number, finishedAt: number, result: ExecutionResult): Promise<void>;
+}
+
+/** The execution log in PostgreSQL's `tool_executions`, through `pool`. */
+export function postgresExecutionLog(pool: pg.Pool): ExecutionLog {
+  return {
+    start: (start) => recordStart(pool, start),
+    finish: (id, finishedAt, result) => recordFinish(pool, id, finishedAt, result),
+  };
 }
 
 export async function createExecutionTable(pool: pg.Pool): Promise<void> {

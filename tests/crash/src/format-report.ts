@@ -1,6 +1,6 @@
 import type { CrashRunResult } from "./crash-driver.js";
 
-const list = (record: Record<string, number>) =>
+const list = (record: Partial<Record<string, number>>) =>
   Object.entries(record)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([key, value]) => `${key} ${value}`)
@@ -23,6 +23,14 @@ export function formatReport(result: CrashRunResult): string {
     `executions per worker: ${perWorker.length} workers, ${perWorker.join("/")}; sessions on several workers ${stats.sessionsOnSeveralWorkers}; ` +
       `executions without a recorded end ${stats.executionsWithoutEnd}`,
     `client calls retried while the database was away ${counts.transientClientErrors}; worker error lines: ${list(counts.workerErrors)}`,
+    ...(result.store.kind === "sqlite"
+      ? [
+          `sqlite: kills aimed at ${list(result.store.figures.killsAimedAt)}; workers died in: ${list(result.store.figures.killsDiedIn)} ` +
+            `(${list(result.store.figures.killsByAimAndState)}); ` +
+            `pauses reached ${result.store.figures.pausesReached}; integrity_check ok after ${result.store.figures.integrityChecksOk} kills; ` +
+            `write transactions begun ${result.store.figures.writeTransactions}`,
+        ]
+      : []),
     violations.length === 0 ? "invariants: all hold" : `invariants: ${violations.length} violation(s)`,
     ...summarizeViolations(violations),
   ];

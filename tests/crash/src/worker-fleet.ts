@@ -20,7 +20,8 @@ export interface WorkerLife {
 }
 
 export interface WorkerFleetOptions {
-  readonly databaseUrl: string;
+  /** The worker's store flags: `--store postgres --database-url …` or `--store sqlite --sqlite-path …`. */
+  readonly storeArgs: readonly string[];
   readonly leaseTtlMs: number;
   readonly pollIntervalMs: number;
   readonly failureRate: number;
@@ -72,13 +73,24 @@ export class WorkerFleet {
     if (all.length === 0) throw new Error("no worker process is alive to kill");
     const preferred = all.filter((r) => prefer.includes(r.life.pid));
     const pool = preferred.length > 0 ? preferred : all;
-    const victim = pool[Math.floor(Math.random() * pool.length)]!;
+    return this.kill(pool[Math.floor(Math.random() * pool.length)]!.life.pid);
+  }
+
+  /** SIGKILLs the live worker `pid` at once, starts its replacement, and waits for both. */
+  async kill(pid: number): Promise<WorkerLife> {
+    const victim = this.running.get(pid);
+    if (!victim) throw new Error(`worker ${pid} is not alive`);
     victim.life.killedAt = Date.now();
     victim.child.kill("SIGKILL");
     const replacement = this.spawnOne();
     await withTimeout(victim.exited, 10_000, `worker ${victim.life.pid} did not exit after SIGKILL`);
     await withTimeout(replacement.ready, 30_000, `the replacement of worker ${victim.life.pid} did not get ready`);
     return victim.life;
+  }
+
+  /** Writes one line to a live worker's stdin (a request the worker process understands). */
+  tell(pid: number, line: string): void {
+    this.running.get(pid)?.child.stdin?.write(`${line}\n`);
   }
 
   /** SIGTERM (graceful stop), then SIGKILL for any worker still running after `graceMs`. */
@@ -103,7 +115,7 @@ export class WorkerFleet {
     const o = this.options;
     const args = [
       workerEntry,
-      "--database-url", o.databaseUrl,
+      ...o.storeArgs,
       "--lease-ttl-ms", String(o.leaseTtlMs),
       "--poll-interval-ms", String(o.pollIntervalMs),
       "--failure-rate", String(o.failureRate),
@@ -112,6 +124,8 @@ export class WorkerFleet {
     // stdin is a pipe the worker watches: if this process dies, the worker ends too (no orphans).
     const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
     if (child.pid === undefined) throw new Error("could not start a worker process");
+    // A request written to a worker that just died must not end this process.
+    child.stdin!.on("error", () => {});
     const life: WorkerLife = { pid: child.pid, startedAt: Date.now(), readyAt: null, killedAt: null, exitedAt: null, exit: null };
     this.lives.push(life);
     let stdout = "";
