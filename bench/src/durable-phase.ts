@@ -4,6 +4,7 @@
  * streamed text arrive.
  */
 import { SessionClient, Worker, type SessionStore } from "@durable-agents/core";
+import type { RemoteFollower } from "./remote-follower.js";
 import { StepClock } from "./step-clock.js";
 import { TurnFollower } from "./turn-follower.js";
 import { AGENT_NAME, makeDefinition, stepsPerTurn, turnScript, type WorkloadSize } from "./workload.js";
@@ -12,6 +13,8 @@ import type { PhaseResult } from "./raw-sdk-phase.js";
 export interface DurablePhaseResult extends PhaseResult {
   /** From a text chunk's production in a model step to its arrival at the following client. */
   readonly eventLatencyMs: number[];
+  /** The same, at a client in another process (only with a `remote` follower). */
+  readonly remoteEventLatencyMs: number[];
 }
 
 /** Runs the workload's sessions one at a time (`session(n)`), so phases can take turns. */
@@ -21,6 +24,7 @@ export class DurablePhase {
   private readonly client: SessionClient;
   readonly stepMs: number[] = [];
   readonly eventLatencyMs: number[] = [];
+  readonly remoteEventLatencyMs: number[] = [];
   wallMs = 0;
 
   constructor(
@@ -28,6 +32,8 @@ export class DurablePhase {
     private readonly size: WorkloadSize,
     /** Session IDs start with this, so phases sharing a store do not collide. */
     private readonly prefix: string,
+    /** A follower in another process on the same store file; every session is followed there too. */
+    private readonly remote?: RemoteFollower,
   ) {
     const { definition } = makeDefinition(this.clock);
     this.worker = new Worker({ store, sessions: [definition] }).start();
@@ -41,6 +47,7 @@ export class DurablePhase {
     const started = performance.now();
     await this.client.startSession({ agent: AGENT_NAME, sessionId });
     const follower = new TurnFollower(this.client, sessionId);
+    await this.remote?.follow(sessionId);
     try {
       for (let t = 1; t <= this.size.turns; t++) {
         this.clock.reset();
@@ -51,17 +58,25 @@ export class DurablePhase {
         if (measured) {
           this.stepMs.push(...times);
           this.eventLatencyMs.push(...follower.textLatencies(`turn-${t}`, this.clock));
+          if (this.remote) this.remoteEventLatencyMs.push(...(await this.remote.textLatencies(sessionId, `turn-${t}`, this.clock)));
         }
       }
     } finally {
       await follower.stop();
+      this.remote?.unfollow(sessionId);
     }
     if (measured) this.wallMs += performance.now() - started;
     await waitForIdleWorker(this.worker);
   }
 
   result(): DurablePhaseResult {
-    return { stepMs: this.stepMs, steps: this.stepMs.length, wallMs: this.wallMs, eventLatencyMs: this.eventLatencyMs };
+    return {
+      stepMs: this.stepMs,
+      steps: this.stepMs.length,
+      wallMs: this.wallMs,
+      eventLatencyMs: this.eventLatencyMs,
+      remoteEventLatencyMs: this.remoteEventLatencyMs,
+    };
   }
 
   stop(): Promise<void> {

@@ -13,17 +13,21 @@ import { parseArgs, type Args } from "./cli-args.js";
 import { MemoryStore } from "@durable-agents/store-memory";
 import { PostgresStore, migrate } from "@durable-agents/store-postgres";
 import { startPostgres, type PostgresServer } from "@durable-agents/store-postgres/testing";
-import { DurablePhase } from "./durable-phase.js";
+import { SqliteStore } from "@durable-agents/store-sqlite";
+import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
+import { DurablePhase, type DurablePhaseResult } from "./durable-phase.js";
 import { runGrowthPhase, runRawGrowth, type BytesMeter, type GrowthLevel } from "./growth-phase.js";
 import { machineInfo } from "./machine-info.js";
 import { MeasuringStore } from "./measuring-store.js";
 import { FloorProbe, counterDelta, readCounters, serverInfo, type Counters } from "./postgres-probe.js";
 import { RawSdkPhase } from "./raw-sdk-phase.js";
 import { probeModelStep, type ModelStepProbe } from "./model-step-probe.js";
-import { runPacedEvents } from "./paced-event-phase.js";
+import { runPacedEvents, type PacedEventResult } from "./paced-event-phase.js";
+import { RemoteFollower } from "./remote-follower.js";
+import { SqliteFloorProbe, WalMeter, sqliteInfo } from "./sqlite-probe.js";
 import { judgeTargets, renderReport, type BenchResults, type LatencyFigures, type StepFigures } from "./report.js";
 import { percentile, summarize } from "./stats.js";
-import { runThroughput, type ThroughputResult } from "./throughput-phase.js";
+import { runThroughput, type ThroughputResult, type ThroughputStore, type ThroughputStoreKind } from "./throughput-phase.js";
 import { stepsPerTurn, type WorkloadSize } from "./workload.js";
 import type { PhaseResult } from "./raw-sdk-phase.js";
 
@@ -60,6 +64,8 @@ const QUICK: Sizes = {
 const GROWTH_LEVELS = [10, 100, 1000] as const;
 const PROCESS_COUNTS = [1, 2, 4] as const;
 const PACED = { chunks: 24, paceMs: 10 } as const;
+/** store-sqlite's default: how often a store looks for other processes' writes. */
+const WATCH_INTERVAL_MS = 25;
 
 const log = (text: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${text}\n`);
 
@@ -117,7 +123,9 @@ async function main(): Promise<void> {
 async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType<typeof machineInfo>, started: number): Promise<BenchResults> {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   pool.on("error", () => {});
-  const stores: PostgresStore[] = [];
+  const stores: { close(): Promise<void> | void }[] = [];
+  // The store-sqlite files, in one temporary folder on the same disk as the private PostgreSQL.
+  const sqliteDir = tempStoreDir("durable-agents-bench-sqlite-");
   try {
     await migrate(pool);
     await migrate(pool, { schema: "bench_growth" });
@@ -126,7 +134,7 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
 
     // (a), (b), the floor and (c) take turns, one session each, so that a change in the machine's
     // load during the run hits every one of them alike.
-    log(`(a) raw SDK, (b) store-memory, floor, (c) store-postgres, in turns: ${size.sessions} sessions x ${size.turns} turns x ${size.toolCalls} tool calls each`);
+    log(`(a) raw SDK, (b) store-memory, floor, (c) store-postgres, floor, (d) store-sqlite FULL, floor, (e) store-sqlite NORMAL, in turns: ${size.sessions} sessions x ${size.turns} turns x ${size.toolCalls} tool calls each`);
     const rawPhase = new RawSdkPhase(size);
     const memoryPhase = new DurablePhase(new MemoryStore(), size, "mem");
     const pgStore = new PostgresStore({ pool });
@@ -135,6 +143,16 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
     const floorProbe = new FloorProbe(pool);
     await floorProbe.prepare();
     const floorPerRound = Math.ceil(sizes.floorRounds / size.sessions);
+    // (d) and (e): store-sqlite with synchronous FULL and NORMAL, each on its own file, each with
+    // its floor: one committed single-row write to the same file with the same setting.
+    const sqliteFull = new SqliteStore({ path: sqliteDir.file("overhead-full.db"), synchronous: "full" });
+    const sqliteNormal = new SqliteStore({ path: sqliteDir.file("overhead-normal.db"), synchronous: "normal" });
+    stores.push(sqliteFull, sqliteNormal);
+    const sqliteFullPhase = new DurablePhase(sqliteFull, size, "sqf");
+    const sqliteNormalPhase = new DurablePhase(sqliteNormal, size, "sqn");
+    const sqliteFullFloor = new SqliteFloorProbe(sqliteFull.path, "full");
+    const sqliteNormalFloor = new SqliteFloorProbe(sqliteNormal.path, "normal");
+    stores.push(sqliteFullFloor, sqliteNormalFloor);
     let pgWal = 0;
     let pgWrites = 0;
     try {
@@ -150,15 +168,25 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
           pgWal += delta.walBytes;
           pgWrites += delta.writeTransactions;
         }
+        if (measured) sqliteFullFloor.batch(floorPerRound);
+        await sqliteFullPhase.session(s, measured);
+        if (measured) sqliteNormalFloor.batch(floorPerRound);
+        await sqliteNormalPhase.session(s, measured);
       }
     } finally {
       await memoryPhase.stop();
       await postgresPhase.stop();
+      await sqliteFullPhase.stop();
+      await sqliteNormalPhase.stop();
     }
     const raw = rawPhase.result();
     const memory = memoryPhase.result();
     const postgres = postgresPhase.result();
     const floor = floorProbe.result();
+    const sqliteFullResult = sqliteFullPhase.result();
+    const sqliteNormalResult = sqliteNormalPhase.result();
+    const sqliteFloorFull = sqliteFullFloor.result();
+    const sqliteFloorNormal = sqliteNormalFloor.result();
 
     log(`growth on store-memory: history of ${GROWTH_LEVELS.join(", ")} items`);
     const measuring = new MeasuringStore(new MemoryStore());
@@ -200,36 +228,76 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
     };
     const growthPostgres = await runGrowthPhase({ store: growthStore, meter: pgMeter, prefix: "gp", levels: GROWTH_LEVELS, sessionsPerLevel: sizes.growthSessions, toolCalls: size.toolCalls });
 
+    log("growth on store-sqlite (synchronous FULL)");
+    const growthSqliteStore = new SqliteStore({ path: sqliteDir.file("growth.db") });
+    stores.push(growthSqliteStore);
+    const walMeter = new WalMeter(growthSqliteStore.path);
+    stores.push(walMeter);
+    const growthSqlite = await runGrowthPhase({ store: growthSqliteStore, meter: walMeter, prefix: "gs", levels: GROWTH_LEVELS, sessionsPerLevel: sizes.growthSessions, toolCalls: size.toolCalls });
+
     log("growth reference on the raw SDK");
     const growthRaw = await runRawGrowth(GROWTH_LEVELS, sizes.growthSessions, size.toolCalls);
 
     log(`event latency with a paced stream (${PACED.chunks} chunks, ${PACED.paceMs} ms apart) on both stores`);
-    const pacedMemory = await runPacedEvents({ store: new MemoryStore(), prefix: "em", turns: sizes.pacedTurns, ...PACED });
-    const pacedPostgres = await runPacedEvents({ store: pgStore, prefix: "ep", turns: sizes.pacedTurns, ...PACED });
+    const pacedMemory = (await runPacedEvents({ store: new MemoryStore(), prefix: "em", turns: sizes.pacedTurns, ...PACED })).local;
+    const pacedPostgres = (await runPacedEvents({ store: pgStore, prefix: "ep", turns: sizes.pacedTurns, ...PACED })).local;
 
-    // Rounds of 1, 2 and 4 processes, in turns; each count is represented by its median run.
+    // store-sqlite: a client in this process and one in another process, following the same
+    // sessions on the same file; the other process is woken by its store's data_version watch.
+    log(`event latency on store-sqlite, a follower in this process and one in another (watch every ${WATCH_INTERVAL_MS} ms): workload and paced stream`);
+    const eventsStore = new SqliteStore({ path: sqliteDir.file("events.db"), watchIntervalMs: WATCH_INTERVAL_MS });
+    stores.push(eventsStore);
+    const remote = await RemoteFollower.start(eventsStore.path, WATCH_INTERVAL_MS);
+    let sqliteEvents: DurablePhaseResult;
+    let pacedSqlite: PacedEventResult;
+    try {
+      const eventsPhase = new DurablePhase(eventsStore, size, "sqe", remote);
+      try {
+        for (let s = 0; s < size.warmupSessions + size.sessions; s++) await eventsPhase.session(s, s >= size.warmupSessions);
+      } finally {
+        await eventsPhase.stop();
+      }
+      sqliteEvents = eventsPhase.result();
+      pacedSqlite = await runPacedEvents({ store: eventsStore, prefix: "es", turns: sizes.pacedTurns, ...PACED, remote });
+    } finally {
+      await remote.stop();
+    }
+
+    // Rounds of 1, 2 and 4 processes on each store, in turns; each count is represented by its median run.
     const allRuns: ThroughputResult[] = [];
+    const targets: ThroughputStore[] = [
+      { kind: "postgres", connectionString: url },
+      { kind: "sqlite", dir: sqliteDir.dir },
+    ];
     for (let round = 1; round <= sizes.throughputRounds; round++) {
-      for (const processes of PROCESS_COUNTS) {
-        log(`throughput round ${round}: ${processes} worker process(es), ${sizes.throughput.sessions} sessions`);
-        allRuns.push(await runThroughput({ connectionString: url, processes, round, toolCalls: size.toolCalls, ...sizes.throughput }));
+      for (const target of targets) {
+        for (const processes of PROCESS_COUNTS) {
+          log(`throughput round ${round}, store-${target.kind}: ${processes} worker process(es), ${sizes.throughput.sessions} sessions`);
+          allRuns.push(await runThroughput({ target, processes, round, toolCalls: size.toolCalls, ...sizes.throughput }));
+        }
       }
     }
-    const runs = PROCESS_COUNTS.map((processes) => {
-      const ofCount = allRuns.filter((run) => run.processes === processes).sort((a, b) => a.stepsPerSecond - b.stepsPerSecond);
-      return ofCount[(ofCount.length - 1) >> 1]!;
-    });
+    const medianRuns = (kind: ThroughputStoreKind) =>
+      PROCESS_COUNTS.map((processes) => {
+        const ofCount = allRuns.filter((run) => run.store === kind && run.processes === processes).sort((a, b) => a.stepsPerSecond - b.stepsPerSecond);
+        return ofCount[(ofCount.length - 1) >> 1]!;
+      });
+    const runs = medianRuns("postgres");
+    const sqliteRuns = medianRuns("sqlite");
 
     const perTurn = stepsPerTurn(size.toolCalls);
     const rawFigures = figures(raw, perTurn);
     const memoryFigures = figures(memory, perTurn);
     const postgresFigures = figures(postgres, perTurn);
+    const sqliteFullFigures = figures(sqliteFullResult, perTurn);
+    const sqliteNormalFigures = figures(sqliteNormalResult, perTurn);
     const partial: Omit<BenchResults, "targets"> = {
       generatedAt: new Date().toISOString(),
       mode: args.quick ? "quick" : "full",
       durationSeconds: (performance.now() - started) / 1000,
       machine,
       postgres: { ...server, server: args.pgUrl ? "given URL" : "private (startPostgres)" },
+      sqlite: { ...sqliteInfo(sqliteFull.path), folder: sqliteDir.dir, watchIntervalMs: WATCH_INTERVAL_MS },
       workload: {
         stepDefinition: "a step is one model call or one tool call (ResumeTurn and approvals are bookkeeping, not counted)",
         sessions: size.sessions,
@@ -242,6 +310,8 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
         rawSdk: rawFigures,
         memory: memoryFigures,
         postgres: postgresFigures,
+        sqlite: sqliteFullFigures,
+        sqliteNormal: sqliteNormalFigures,
         ratios: {
           memoryToRaw: memoryFigures.medianMs / rawFigures.medianMs,
           postgresToRaw: postgresFigures.medianMs / rawFigures.medianMs,
@@ -249,6 +319,12 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
           memoryToRawModelSteps: memoryFigures.modelSteps.medianMs / rawFigures.modelSteps.medianMs,
           postgresToRawModelSteps: postgresFigures.modelSteps.medianMs / rawFigures.modelSteps.medianMs,
           postgresToRawP99: postgresFigures.p99Ms / rawFigures.p99Ms,
+          sqliteToRaw: sqliteFullFigures.medianMs / rawFigures.medianMs,
+          sqliteToRawP99: sqliteFullFigures.p99Ms / rawFigures.p99Ms,
+          sqliteToRawModelSteps: sqliteFullFigures.modelSteps.medianMs / rawFigures.modelSteps.medianMs,
+          sqliteNormalToRaw: sqliteNormalFigures.medianMs / rawFigures.medianMs,
+          sqliteNormalToRawP99: sqliteNormalFigures.p99Ms / rawFigures.p99Ms,
+          sqliteNormalToRawModelSteps: sqliteNormalFigures.modelSteps.medianMs / rawFigures.modelSteps.medianMs,
         },
       },
       floor: {
@@ -257,12 +333,20 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
         writeTransactionsPerStep: pgWrites / postgres.steps,
         walBytesPerStep: pgWal / postgres.steps,
       },
+      sqliteFloor: {
+        full: sqliteFloorFull,
+        normal: sqliteFloorNormal,
+        fullStepToWrite: sqliteFullFigures.medianMs / sqliteFloorFull.median,
+        normalStepToWrite: sqliteNormalFigures.medianMs / sqliteFloorNormal.median,
+        normalStepToFullWrite: sqliteNormalFigures.medianMs / sqliteFloorFull.median,
+      },
       growth: {
         memory: minusRaw(growthMemory, growthRaw),
         postgres: minusRaw(growthPostgres, growthRaw),
+        sqlite: minusRaw(growthSqlite, growthRaw),
         rawSdkReference: growthRaw,
         modelStep,
-        bytesUnit: { memory: memoryMeter.unit, postgres: pgMeter.unit },
+        bytesUnit: { memory: memoryMeter.unit, postgres: pgMeter.unit, sqlite: walMeter.unit },
       },
       throughput: {
         turnsPerSession: sizes.throughput.turns,
@@ -271,17 +355,32 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
         allRuns,
         speedup2: runs[1]!.stepsPerSecond / runs[0]!.stepsPerSecond,
         speedup4: runs[2]!.stepsPerSecond / runs[0]!.stepsPerSecond,
+        sqlite: {
+          runs: sqliteRuns,
+          speedup2: sqliteRuns[1]!.stepsPerSecond / sqliteRuns[0]!.stepsPerSecond,
+          speedup4: sqliteRuns[2]!.stepsPerSecond / sqliteRuns[0]!.stepsPerSecond,
+        },
       },
       events: {
         memory: latency(memory.eventLatencyMs),
         postgres: latency(postgres.eventLatencyMs),
-        paced: { ...PACED, memory: latency(pacedMemory), postgres: latency(pacedPostgres) },
+        sqlite: latency(sqliteFullResult.eventLatencyMs),
+        sqliteSameProcess: latency(sqliteEvents.eventLatencyMs),
+        sqliteOtherProcess: latency(sqliteEvents.remoteEventLatencyMs),
+        paced: {
+          ...PACED,
+          memory: latency(pacedMemory),
+          postgres: latency(pacedPostgres),
+          sqliteSameProcess: latency(pacedSqlite.local),
+          sqliteOtherProcess: latency(pacedSqlite.remote),
+        },
       },
     };
     return { ...partial, targets: judgeTargets(partial) };
   } finally {
-    for (const store of stores) await store.close();
+    for (const store of stores.reverse()) await store.close();
     await pool.end();
+    sqliteDir.remove();
   }
 }
 

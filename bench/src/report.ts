@@ -5,6 +5,7 @@ import type { Summary } from "./stats.js";
 import type { GrowthLevel } from "./growth-phase.js";
 import type { ThroughputResult } from "./throughput-phase.js";
 import type { ModelStepProbe } from "./model-step-probe.js";
+import type { SqliteFloorResult, SqliteInfo } from "./sqlite-probe.js";
 
 export interface StepFigures {
   readonly steps: number;
@@ -36,6 +37,8 @@ export interface BenchResults {
   readonly durationSeconds: number;
   readonly machine: MachineInfo;
   readonly postgres: ServerInfo & { readonly server: "private (startPostgres)" | "given URL" };
+  /** The store-sqlite files: SQLite's version and settings, where the files were, the cross-process watch interval. */
+  readonly sqlite: SqliteInfo & { readonly folder: string; readonly watchIntervalMs: number };
   readonly workload: {
     readonly stepDefinition: string;
     readonly sessions: number;
@@ -48,6 +51,10 @@ export interface BenchResults {
     readonly rawSdk: StepFigures;
     readonly memory: StepFigures;
     readonly postgres: StepFigures;
+    /** (d) store-sqlite, synchronous FULL (the default). */
+    readonly sqlite: StepFigures;
+    /** (e) store-sqlite, synchronous NORMAL. */
+    readonly sqliteNormal: StepFigures;
     readonly ratios: {
       readonly memoryToRaw: number;
       readonly postgresToRaw: number;
@@ -56,6 +63,12 @@ export interface BenchResults {
       /** Median of the model steps alone (the target's "time per model step"). */
       readonly memoryToRawModelSteps: number;
       readonly postgresToRawModelSteps: number;
+      readonly sqliteToRaw: number;
+      readonly sqliteToRawP99: number;
+      readonly sqliteToRawModelSteps: number;
+      readonly sqliteNormalToRaw: number;
+      readonly sqliteNormalToRawP99: number;
+      readonly sqliteNormalToRawModelSteps: number;
     };
   };
   readonly floor: {
@@ -66,13 +79,25 @@ export interface BenchResults {
     readonly writeTransactionsPerStep: number;
     readonly walBytesPerStep: number;
   };
+  /** The floor of store-sqlite: one committed single-row INSERT into a tiny table of the same file. */
+  readonly sqliteFloor: {
+    readonly full: SqliteFloorResult;
+    readonly normal: SqliteFloorResult;
+    /** Median step of (d) / median FULL write: the target's ratio. */
+    readonly fullStepToWrite: number;
+    /** Median step of (e) / median NORMAL write. */
+    readonly normalStepToWrite: number;
+    /** Median step of (e) / median FULL write. */
+    readonly normalStepToFullWrite: number;
+  };
   readonly growth: {
     readonly memory: GrowthLevel[];
     readonly postgres: GrowthLevel[];
+    readonly sqlite: GrowthLevel[];
     readonly rawSdkReference: GrowthLevel[];
     /** The adapter's model step next to a raw SDK model call on the same histories. */
     readonly modelStep: ModelStepProbe[];
-    readonly bytesUnit: { readonly memory: string; readonly postgres: string };
+    readonly bytesUnit: { readonly memory: string; readonly postgres: string; readonly sqlite: string };
   };
   readonly throughput: {
     readonly turnsPerSession: number;
@@ -83,13 +108,28 @@ export interface BenchResults {
     readonly allRuns: ThroughputResult[];
     readonly speedup2: number;
     readonly speedup4: number;
+    /** The same on store-sqlite: every worker process on one file (its runs are in `allRuns` too). */
+    readonly sqlite: { readonly runs: ThroughputResult[]; readonly speedup2: number; readonly speedup4: number };
   };
   readonly events: {
     /** The workload's answers, streamed in 3 chunks at once (a fast model). */
     readonly memory: LatencyFigures;
     readonly postgres: LatencyFigures;
+    /** During (d), the client in the worker's process. */
+    readonly sqlite: LatencyFigures;
+    /** store-sqlite, the same workload on another file, followed by a client in this process and... */
+    readonly sqliteSameProcess: LatencyFigures;
+    /** ...by a client in another process, with its own SqliteStore on the file (woken by its data_version watch). */
+    readonly sqliteOtherProcess: LatencyFigures;
     /** Answers of about 160 characters streamed in `chunks` chunks, `paceMs` apart (a model's pace). */
-    readonly paced: { readonly chunks: number; readonly paceMs: number; readonly memory: LatencyFigures; readonly postgres: LatencyFigures };
+    readonly paced: {
+      readonly chunks: number;
+      readonly paceMs: number;
+      readonly memory: LatencyFigures;
+      readonly postgres: LatencyFigures;
+      readonly sqliteSameProcess: LatencyFigures;
+      readonly sqliteOtherProcess: LatencyFigures;
+    };
   };
   readonly targets: Target[];
 }
@@ -129,6 +169,31 @@ export function judgeTargets(r: Omit<BenchResults, "targets">): Target[] {
     { name: "event latency p99, postgres (ms)", value: r.events.postgres.p99Ms, limit: "< 50", met: r.events.postgres.p99Ms < 50 },
     { name: "event latency p99, paced stream, memory (ms)", value: r.events.paced.memory.p99Ms, limit: "< 20", met: r.events.paced.memory.p99Ms < 20 },
     { name: "event latency p99, paced stream, postgres (ms)", value: r.events.paced.postgres.p99Ms, limit: "< 50", met: r.events.paced.postgres.p99Ms < 50 },
+    // store-sqlite
+    {
+      name: "store-sqlite step / single-row write to the same file, synchronous=FULL (median)",
+      value: r.sqliteFloor.fullStepToWrite,
+      limit: "<= 3.00",
+      met: r.sqliteFloor.fullStepToWrite <= 3,
+    },
+    { name: "growth 10->1000 items, ms per step, sqlite", value: growthTime(r.growth.sqlite), limit: "within +-10 %", met: within(growthTime(r.growth.sqlite), 0.1) },
+    { name: "growth 10->1000 items, ms per step outside the runner, sqlite", value: growthOutside(r.growth.sqlite), limit: "within +-10 %", met: within(growthOutside(r.growth.sqlite), 0.1) },
+    { name: "growth 10->1000 items, bytes per step, sqlite", value: growthBytes(r.growth.sqlite), limit: "within +-10 %", met: within(growthBytes(r.growth.sqlite), 0.1) },
+    { name: "2 worker processes / 1 on one file, steps per second, sqlite", value: r.throughput.sqlite.speedup2, limit: ">= 1.70", met: r.throughput.sqlite.speedup2 >= 1.7 },
+    { name: "event latency p99, sqlite, same process (ms)", value: r.events.sqliteSameProcess.p99Ms, limit: "< 20", met: r.events.sqliteSameProcess.p99Ms < 20 },
+    { name: "event latency p99, sqlite, other process (ms)", value: r.events.sqliteOtherProcess.p99Ms, limit: "< 100", met: r.events.sqliteOtherProcess.p99Ms < 100 },
+    {
+      name: "event latency p99, paced stream, sqlite, same process (ms)",
+      value: r.events.paced.sqliteSameProcess.p99Ms,
+      limit: "< 20",
+      met: r.events.paced.sqliteSameProcess.p99Ms < 20,
+    },
+    {
+      name: "event latency p99, paced stream, sqlite, other process (ms)",
+      value: r.events.paced.sqliteOtherProcess.p99Ms,
+      limit: "< 100",
+      met: r.events.paced.sqliteOtherProcess.p99Ms < 100,
+    },
   ];
 }
 
@@ -150,6 +215,10 @@ export function renderReport(r: BenchResults): string {
       `(${r.postgres.server}, fsync ${r.postgres.fsync}, synchronous_commit ${r.postgres.synchronousCommit}), load ${m.loadAverageAtStart} at start; ` +
       `mode ${r.mode}, ${f(r.durationSeconds, 0)} s, commit ${m.commit}`,
   );
+  out.push(
+    `SQLite ${r.sqlite.version} (node:sqlite), journal ${r.sqlite.journalMode}, page ${r.sqlite.pageSize} B, ` +
+      `wal_autocheckpoint ${r.sqlite.walAutocheckpoint}, files in ${r.sqlite.folder}, cross-process watch every ${r.sqlite.watchIntervalMs} ms`,
+  );
   const w = r.workload;
   out.push(`Workload: ${w.sessions} sessions x ${w.turnsPerSession} turns x ${w.toolCallsPerTurn} tool calls = ${w.stepsPerTurn} steps per turn; ${w.stepDefinition}`);
   out.push("");
@@ -160,6 +229,8 @@ export function renderReport(r: BenchResults): string {
       ["(a) raw SDK", String(o.rawSdk.steps), f(o.rawSdk.medianMs, 3), f(o.rawSdk.p99Ms, 3), f(o.rawSdk.meanMs, 3), "1.00", "1.00", f(o.rawSdk.modelSteps.medianMs, 3), "1.00", f(o.rawSdk.toolSteps.medianMs, 3)],
       ["(b) store-memory", String(o.memory.steps), f(o.memory.medianMs, 3), f(o.memory.p99Ms, 3), f(o.memory.meanMs, 3), f(o.ratios.memoryToRaw), f(o.ratios.memoryToRawP99), f(o.memory.modelSteps.medianMs, 3), f(o.ratios.memoryToRawModelSteps), f(o.memory.toolSteps.medianMs, 3)],
       ["(c) store-postgres", String(o.postgres.steps), f(o.postgres.medianMs, 3), f(o.postgres.p99Ms, 3), f(o.postgres.meanMs, 3), f(o.ratios.postgresToRaw), f(o.ratios.postgresToRawP99), f(o.postgres.modelSteps.medianMs, 3), f(o.ratios.postgresToRawModelSteps), f(o.postgres.toolSteps.medianMs, 3)],
+      ["(d) store-sqlite, synchronous=FULL", String(o.sqlite.steps), f(o.sqlite.medianMs, 3), f(o.sqlite.p99Ms, 3), f(o.sqlite.meanMs, 3), f(o.ratios.sqliteToRaw), f(o.ratios.sqliteToRawP99), f(o.sqlite.modelSteps.medianMs, 3), f(o.ratios.sqliteToRawModelSteps), f(o.sqlite.toolSteps.medianMs, 3)],
+      ["(e) store-sqlite, synchronous=NORMAL", String(o.sqliteNormal.steps), f(o.sqliteNormal.medianMs, 3), f(o.sqliteNormal.p99Ms, 3), f(o.sqliteNormal.meanMs, 3), f(o.ratios.sqliteNormalToRaw), f(o.ratios.sqliteNormalToRawP99), f(o.sqliteNormal.modelSteps.medianMs, 3), f(o.ratios.sqliteNormalToRawModelSteps), f(o.sqliteNormal.toolSteps.medianMs, 3)],
     ]),
   );
   out.push("");
@@ -175,6 +246,18 @@ export function renderReport(r: BenchResults): string {
     ]),
   );
   out.push("");
+  const sf = r.sqliteFloor;
+  out.push(
+    table([
+      ["floor (same SQLite file)", "synchronous=FULL", "synchronous=NORMAL"],
+      ["single-row write, median ms", f(sf.full.median, 3), f(sf.normal.median, 3)],
+      ["single-row write, p99 ms", f(sf.full.p99, 3), f(sf.normal.p99, 3)],
+      ["store-sqlite step, median ms", f(o.sqlite.medianMs, 3), f(o.sqliteNormal.medianMs, 3)],
+      ["store-sqlite step / write with the same setting (median)", f(sf.fullStepToWrite), f(sf.normalStepToWrite)],
+      ["store-sqlite step / FULL write (median)", f(sf.fullStepToWrite), f(sf.normalStepToFullWrite)],
+    ]),
+  );
+  out.push("");
   const growthRows: string[][] = [["growth", "history items", "steps", "median ms", "p99 ms", "minus raw SDK ms", "outside the runner ms", "bytes per step", "writes per step"]];
   const addGrowth = (label: string, levels: GrowthLevel[]) => {
     for (const l of levels) {
@@ -183,6 +266,7 @@ export function renderReport(r: BenchResults): string {
   };
   addGrowth("store-memory (JSON bytes)", r.growth.memory);
   addGrowth("store-postgres (WAL bytes)", r.growth.postgres);
+  addGrowth("store-sqlite (WAL bytes)", r.growth.sqlite);
   addGrowth("raw SDK (reference)", r.growth.rawSdkReference);
   out.push(table(growthRows));
   out.push("");
@@ -208,30 +292,34 @@ export function renderReport(r: BenchResults): string {
     out.push(table(partRows));
     out.push("");
   }
-  out.push(
+  const throughputTable = (label: string, runs: readonly ThroughputResult[], queries: string) =>
     table([
-      ["throughput (store-postgres)", "sessions", "steps", "seconds", "steps/s", "vs 1 process", "workers' CPU (cores)", "PostgreSQL CPU (cores)", "CPU ms per step", "queries per step", "machine busy", "other processes (cores)"],
-      ...r.throughput.runs.map((t) => [
+      [label, "sessions", "steps", "seconds", "steps/s", "vs 1 process", "workers' CPU (cores)", "PostgreSQL CPU (cores)", "CPU ms per step", queries, "machine busy", "other processes (cores)"],
+      ...runs.map((t) => [
         `${t.processes} worker process${t.processes > 1 ? "es" : ""}`,
         String(t.sessions),
         String(t.steps),
         f(t.seconds),
         f(t.stepsPerSecond, 1),
-        f(t.stepsPerSecond / r.throughput.runs[0]!.stepsPerSecond),
+        f(t.stepsPerSecond / runs[0]!.stepsPerSecond),
         f(t.workerCpuCores),
-        f(t.postgresCpuCores),
+        t.store === "sqlite" ? "-" : f(t.postgresCpuCores),
         f(t.cpuMsPerStep),
         f(t.queriesPerStep),
         `${f(t.machineBusy * 100, 0)} %`,
         f(t.otherCpuCores),
       ]),
-    ]),
-  );
+    ]);
+  out.push(throughputTable("throughput (store-postgres)", r.throughput.runs, "queries per step"));
   out.push("");
-  out.push(
-    `Throughput: median of ${r.throughput.rounds} round(s); every run's steps/s: ` +
-      r.throughput.allRuns.map((t) => `${t.processes}p ${f(t.stepsPerSecond, 0)}`).join(", "),
-  );
+  out.push(throughputTable("throughput (store-sqlite, one file)", r.throughput.sqlite.runs, "store calls per step"));
+  out.push("");
+  const everyRun = (kind: string) =>
+    r.throughput.allRuns
+      .filter((t) => (t.store ?? "postgres") === kind)
+      .map((t) => `${t.processes}p ${f(t.stepsPerSecond, 0)}`)
+      .join(", ");
+  out.push(`Throughput: median of ${r.throughput.rounds} round(s); every run's steps/s: postgres ${everyRun("postgres")}; sqlite ${everyRun("sqlite")}`);
   out.push("");
   out.push(
     table([
@@ -240,6 +328,11 @@ export function renderReport(r: BenchResults): string {
       ["store-postgres, workload (3 chunks at once)", String(r.events.postgres.n), f(r.events.postgres.p50Ms, 3), f(r.events.postgres.p99Ms, 3)],
       [`store-memory, paced (${r.events.paced.chunks} chunks ${r.events.paced.paceMs} ms apart)`, String(r.events.paced.memory.n), f(r.events.paced.memory.p50Ms, 3), f(r.events.paced.memory.p99Ms, 3)],
       [`store-postgres, paced (${r.events.paced.chunks} chunks ${r.events.paced.paceMs} ms apart)`, String(r.events.paced.postgres.n), f(r.events.paced.postgres.p50Ms, 3), f(r.events.paced.postgres.p99Ms, 3)],
+      ["store-sqlite FULL, workload, during (d)", String(r.events.sqlite.n), f(r.events.sqlite.p50Ms, 3), f(r.events.sqlite.p99Ms, 3)],
+      ["store-sqlite, workload, same process", String(r.events.sqliteSameProcess.n), f(r.events.sqliteSameProcess.p50Ms, 3), f(r.events.sqliteSameProcess.p99Ms, 3)],
+      ["store-sqlite, workload, other process", String(r.events.sqliteOtherProcess.n), f(r.events.sqliteOtherProcess.p50Ms, 3), f(r.events.sqliteOtherProcess.p99Ms, 3)],
+      ["store-sqlite, paced, same process", String(r.events.paced.sqliteSameProcess.n), f(r.events.paced.sqliteSameProcess.p50Ms, 3), f(r.events.paced.sqliteSameProcess.p99Ms, 3)],
+      ["store-sqlite, paced, other process", String(r.events.paced.sqliteOtherProcess.n), f(r.events.paced.sqliteOtherProcess.p50Ms, 3), f(r.events.paced.sqliteOtherProcess.p99Ms, 3)],
     ]),
   );
   out.push("");

@@ -10,6 +10,12 @@ export interface ProducedChunk {
   readonly at: number;
 }
 
+/**
+ * The machine's monotonic clock in ms (`process.hrtime`, CLOCK_MONOTONIC on Linux: one clock for
+ * every process, unlike `performance.now()`, whose origin is the process's start).
+ */
+export const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+
 export class StepClock {
   /** End times of the steps since the last `reset()`, in order. */
   marks: number[] = [];

@@ -1,18 +1,22 @@
 /**
- * Throughput: many sessions at once on store-postgres, driven by 1, 2 or 4 worker processes; the
- * completed steps per second from the first lease to the last turn's end.
+ * Throughput: many sessions at once on store-postgres or store-sqlite, driven by 1, 2 or 4 worker
+ * processes; the completed steps per second from the first lease to the last turn's end.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import pg from "pg";
-import { SessionClient } from "@durable-agents/core";
+import { SessionClient, type SessionStore } from "@durable-agents/core";
 import { PostgresStore, migrate } from "@durable-agents/store-postgres";
+import { SqliteStore } from "@durable-agents/store-sqlite";
 import type { ChildMessage } from "./throughput-worker.js";
 import { AGENT_NAME, stepsPerTurn, turnScript } from "./workload.js";
 
 export interface ThroughputResult {
+  readonly store: ThroughputStoreKind;
   readonly processes: number;
   readonly round: number;
   readonly sessions: number;
@@ -21,11 +25,17 @@ export interface ThroughputResult {
   readonly stepsPerSecond: number;
   /** CPU time of the worker processes, in core-seconds per second of the run. */
   readonly workerCpuCores: number;
-  /** CPU time of the PostgreSQL server's processes (a local server only), in core-seconds per second. */
+  /**
+   * CPU time of the PostgreSQL server's processes (a local server only), in core-seconds per
+   * second; 0 for store-sqlite (no server: SQLite runs inside the worker processes).
+   */
   readonly postgresCpuCores: number;
   /** CPU milliseconds per step, the worker processes' and PostgreSQL's together. */
   readonly cpuMsPerStep: number;
-  /** Statements the worker processes sent per step (the LISTEN connection's heartbeat included). */
+  /**
+   * PostgreSQL: statements the worker processes sent per step (the LISTEN connection's heartbeat
+   * included). SQLite: store calls (commit, acquireLease, readEvents, ...) per step.
+   */
   readonly queriesPerStep: number;
   readonly queriesPerStepByStatement: Record<string, number>;
   /** Busy share of the whole machine's cores during the run (every process, PostgreSQL included), 0..1. */
@@ -36,8 +46,15 @@ export interface ThroughputResult {
   readonly otherCpuCores: number;
 }
 
+export type ThroughputStoreKind = "postgres" | "sqlite";
+
+/** Where the sessions live: a PostgreSQL database (a schema per run), or a folder (a SQLite file per run). */
+export type ThroughputStore =
+  | { readonly kind: "postgres"; readonly connectionString: string }
+  | { readonly kind: "sqlite"; readonly dir: string };
+
 export interface ThroughputOptions {
-  readonly connectionString: string;
+  readonly target: ThroughputStore;
   readonly processes: number;
   /** Numbers the runs of one process count (each run gets its own schema). */
   readonly round: number;
@@ -106,25 +123,102 @@ function readStat(pid: number): { ppid: number; ticks: number } | null {
   }
 }
 
-export async function runThroughput(options: ThroughputOptions): Promise<ThroughputResult> {
-  const schema = `bench_tp${options.processes}_r${options.round}`;
-  const pool = new pg.Pool({ connectionString: options.connectionString, max: 4 });
+/** What the phase needs of a store besides the store itself: the workers' arguments and two counts. */
+interface Backend {
+  readonly store: SessionStore;
+  readonly workerArgs: readonly string[];
+  /** Sessions that consumed their last message and have nothing left to run. */
+  done(turns: number): Promise<number>;
+  /** Steps completed (from the `step_completed` events) and turns failed. */
+  counted(): Promise<{ steps: number; failed: number }>;
+  /** CPU ticks of the server's processes, or null (no server, or not on this machine). */
+  serverTicks(): Promise<Map<number, number> | null>;
+  close(): Promise<void>;
+}
+
+async function postgresBackend(connectionString: string, schema: string, concurrency: number): Promise<Backend> {
+  const pool = new pg.Pool({ connectionString, max: 4 });
   pool.on("error", () => {});
   const store = new PostgresStore({ pool, schema });
+  await migrate(pool, { schema });
+  await pool.query("SELECT 1"); // every connection the phase uses is open before the CPU is read
+  return {
+    store,
+    workerArgs: ["postgres", connectionString, schema, String(concurrency)],
+    async done(turns) {
+      // A cheap check of the sessions table (one row per session, no JSON).
+      const result = await pool.query<{ n: string }>(
+        `SELECT count(*)::text AS n FROM ${schema}.sessions WHERE inbox_cursor >= $1 AND NOT runnable`,
+        [turns],
+      );
+      return Number(result.rows[0]!.n);
+    },
+    async counted() {
+      const result = await pool.query<{ steps: string; failed: string }>(
+        `SELECT count(*) FILTER (WHERE type = 'step_completed' AND data->>'step' IN ('RunModel', 'CallTool'))::text AS steps,
+                count(*) FILTER (WHERE type = 'turn_failed')::text AS failed
+         FROM ${schema}.events`,
+      );
+      return { steps: Number(result.rows[0]!.steps), failed: Number(result.rows[0]!.failed) };
+    },
+    serverTicks: () => postgresCpuTicks(pool),
+    async close() {
+      await store.close();
+      await pool.end();
+    },
+  };
+}
+
+function sqliteBackend(file: string, concurrency: number): Backend {
+  const store = new SqliteStore({ path: file });
+  // The bench's own read-only connection for the two counts: a reader never blocks the writers.
+  let reader: DatabaseSync | null = null;
+  const read = () => (reader ??= new DatabaseSync(file, { readOnly: true }));
+  return {
+    store,
+    workerArgs: ["sqlite", file, String(concurrency)],
+    async done(turns) {
+      const row = read().prepare("SELECT count(*) AS n FROM sessions WHERE inbox_cursor >= ? AND NOT runnable").get(turns) as { n: number };
+      return Number(row.n);
+    },
+    async counted() {
+      const row = read()
+        .prepare(
+          `SELECT coalesce(sum(type = 'step_completed' AND json_extract(data, '$.step') IN ('RunModel', 'CallTool')), 0) AS steps,
+                  coalesce(sum(type = 'turn_failed'), 0) AS failed
+           FROM events`,
+        )
+        .get() as { steps: number; failed: number };
+      return { steps: Number(row.steps), failed: Number(row.failed) };
+    },
+    serverTicks: async () => null,
+    async close() {
+      reader?.close();
+      await store.close();
+    },
+  };
+}
+
+export async function runThroughput(options: ThroughputOptions): Promise<ThroughputResult> {
+  const kind = options.target.kind;
+  const backend =
+    options.target.kind === "postgres"
+      ? await postgresBackend(options.target.connectionString, `bench_tp${options.processes}_r${options.round}`, options.concurrency)
+      : sqliteBackend(join(options.target.dir, `throughput-${options.processes}p-r${options.round}.db`), options.concurrency);
+  const store = backend.store;
   const children: ChildProcess[] = [];
   try {
-    await migrate(pool, { schema });
     const client = new SessionClient({ store, agents: [AGENT_NAME] });
     // Every session gets all its turns' messages up front: they queue and run in order.
     for (let s = 0; s < options.sessions; s++) {
-      const sessionId = `tp${options.processes}-r${options.round}-s${s}`;
+      const sessionId = `tp-${kind}${options.processes}-r${options.round}-s${s}`;
       await client.startSession({ agent: AGENT_NAME, sessionId, message: turnScript(sessionId, 1, options.toolCalls) });
       for (let t = 2; t <= options.turns; t++) await client.sendMessage(sessionId, turnScript(sessionId, t, options.toolCalls));
     }
     const stopped: Promise<{ cpuMs: number; modelCalls: number; queries: Record<string, number> }>[] = [];
     const ready: Promise<void>[] = [];
     for (let p = 0; p < options.processes; p++) {
-      const child = fork(workerPath, [options.connectionString, schema, String(options.concurrency)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+      const child = fork(workerPath, [...backend.workerArgs], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
       children.push(child);
       ready.push(
         new Promise((resolve, reject) => {
@@ -145,21 +239,16 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     }
     await Promise.all(ready);
     const expectedTurns = options.sessions * options.turns;
-    await pool.query("SELECT 1"); // every connection the phase uses is open before the CPU is read
+    await backend.done(options.turns); // the phase's connections are open before the CPU is read
     const cpuStart = cpuTimes();
     const ownCpuStart = process.cpuUsage();
-    const serverCpuStart = await postgresCpuTicks(pool);
+    const serverCpuStart = await backend.serverTicks();
     const start = performance.now();
     for (const child of children) child.send({ type: "go" });
     let end = start;
-    // A cheap check of the sessions table (one row per session, no JSON): a session is done when it
-    // consumed its last message and has nothing left to run.
+    // A session is done when it consumed its last message and has nothing left to run.
     for (;;) {
-      const result = await pool.query<{ n: string }>(
-        `SELECT count(*)::text AS n FROM ${schema}.sessions WHERE inbox_cursor >= $1 AND NOT runnable`,
-        [options.turns],
-      );
-      if (Number(result.rows[0]!.n) >= options.sessions) {
+      if ((await backend.done(options.turns)) >= options.sessions) {
         end = performance.now();
         break;
       }
@@ -168,17 +257,13 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     }
     const cpuEnd = cpuTimes();
     const ownCpu = process.cpuUsage(ownCpuStart);
-    const serverCpuEnd = serverCpuStart === null ? null : await postgresCpuTicks(pool);
-    const serverMs = serverCpuMs(serverCpuStart, serverCpuEnd);
+    const serverCpuEnd = serverCpuStart === null ? null : await backend.serverTicks();
+    const serverMs = kind === "sqlite" ? 0 : serverCpuMs(serverCpuStart, serverCpuEnd);
     for (const child of children) child.send({ type: "stop" });
     const reports = await Promise.all(stopped);
-    const counted = await pool.query<{ steps: string; failed: string }>(
-      `SELECT count(*) FILTER (WHERE type = 'step_completed' AND data->>'step' IN ('RunModel', 'CallTool'))::text AS steps,
-              count(*) FILTER (WHERE type = 'turn_failed')::text AS failed
-       FROM ${schema}.events`,
-    );
-    const steps = Number(counted.rows[0]!.steps);
-    if (Number(counted.rows[0]!.failed) > 0) throw new Error(`${counted.rows[0]!.failed} turns failed in the throughput run`);
+    const counted = await backend.counted();
+    const steps = counted.steps;
+    if (counted.failed > 0) throw new Error(`${counted.failed} turns failed in the throughput run`);
     const expectedSteps = expectedTurns * stepsPerTurn(options.toolCalls);
     if (steps !== expectedSteps) throw new Error(`the throughput run completed ${steps} steps, expected ${expectedSteps}`);
     const seconds = (end - start) / 1000;
@@ -188,6 +273,7 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     for (const report of reports) for (const [key, n] of Object.entries(report.queries)) queries[key] = (queries[key] ?? 0) + n;
     const totalQueries = Object.values(queries).reduce((sum, n) => sum + n, 0);
     return {
+      store: kind,
       processes: options.processes,
       round: options.round,
       sessions: options.sessions,
@@ -209,7 +295,6 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     };
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill();
-    await store.close();
-    await pool.end();
+    await backend.close();
   }
 }

@@ -1,14 +1,16 @@
 /**
  * A worker PROCESS for the throughput phase (started with `fork`): one core `Worker` on a
- * PostgresStore. It connects, says `ready`, starts leasing on `go`, and on `stop` stops gracefully,
- * reports its CPU time and exits.
+ * PostgresStore or a SqliteStore. It connects, says `ready`, starts leasing on `go`, and on `stop`
+ * stops gracefully, reports its CPU time and exits.
  *
- * argv: <connection string> <schema> <concurrency>
+ * argv: postgres <connection string> <schema> <concurrency>
+ *       sqlite <store file> <concurrency>
  */
 import pg from "pg";
-import { SessionClient, Worker } from "@durable-agents/core";
+import { SessionClient, Worker, type SessionStore } from "@durable-agents/core";
 import { MemoryStore } from "@durable-agents/store-memory";
 import { PostgresStore } from "@durable-agents/store-postgres";
+import { SqliteStore } from "@durable-agents/store-sqlite";
 import { StepClock } from "./step-clock.js";
 import { AGENT_NAME, makeDefinition, turnScript } from "./workload.js";
 
@@ -18,11 +20,16 @@ export type ChildMessage =
   | { readonly type: "stopped"; readonly cpuMs: number; readonly modelCalls: number; readonly queries: Record<string, number> }
   | { readonly type: "error"; readonly message: string };
 
-async function main(): Promise<void> {
-  const [url, schema, concurrencyText] = process.argv.slice(2);
-  if (!url || !schema || !concurrencyText || !process.send) throw new Error("usage: throughput-worker <url> <schema> <concurrency> (forked)");
-  const send = (message: ChildMessage) => process.send!(message);
-  const concurrency = Number(concurrencyText);
+interface Opened {
+  readonly store: SessionStore;
+  readonly concurrency: number;
+  /** Counts by statement (PostgreSQL) or by store call (SQLite), reset after the warm-up. */
+  readonly queries: Record<string, number>;
+  connect(): Promise<void>;
+  close(): Promise<void>;
+}
+
+function openPostgres(url: string, schema: string, concurrency: number): Opened {
   const pool = new pg.Pool({ connectionString: url, max: Math.max(4, Math.min(concurrency + 2, 20)) });
   pool.on("error", () => {});
   // Counts the store's statements by name (the store runs each as a named prepared statement).
@@ -35,11 +42,49 @@ async function main(): Promise<void> {
     return query(...args);
   };
   const store = new PostgresStore({ pool, schema });
+  return {
+    store,
+    concurrency,
+    queries,
+    connect: async () => void (await pool.query("SELECT 1")),
+    close: async () => {
+      await store.close();
+      await pool.end();
+    },
+  };
+}
+
+/** A SqliteStore whose calls are counted by method (each is one or two transactions or reads). */
+function openSqlite(file: string, concurrency: number): Opened {
+  const inner = new SqliteStore({ path: file });
+  const queries: Record<string, number> = {};
+  const store = new Proxy(inner, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver) as unknown;
+      if (typeof value !== "function" || typeof name !== "string" || name === "subscribe" || name === "close") return value;
+      return (...args: unknown[]) => {
+        queries[name] = (queries[name] ?? 0) + 1;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store, concurrency, queries, connect: async () => {}, close: () => inner.close() };
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  if (!process.send) throw new Error("throughput-worker runs forked");
+  const send = (message: ChildMessage) => process.send!(message);
+  let opened: Opened;
+  if (argv[0] === "postgres" && argv.length === 4) opened = openPostgres(argv[1]!, argv[2]!, Number(argv[3]));
+  else if (argv[0] === "sqlite" && argv.length === 3) opened = openSqlite(argv[1]!, Number(argv[2]));
+  else throw new Error("usage: throughput-worker postgres <url> <schema> <concurrency> | sqlite <file> <concurrency>");
+  const { store, concurrency, queries } = opened;
   const clock = new StepClock();
   clock.enabled = false;
   const { definition, model } = makeDefinition(clock);
   const worker = new Worker({ store, sessions: [definition], concurrency, onError: (error) => send({ type: "error", message: String(error) }) });
-  await pool.query("SELECT 1");
+  await opened.connect();
   await warmUp();
   for (const key of Object.keys(queries)) delete queries[key];
   const cpuStart = process.cpuUsage();
@@ -49,8 +94,7 @@ async function main(): Promise<void> {
     } else if (message.type === "stop") {
       void (async () => {
         await worker.stop();
-        await store.close();
-        await pool.end();
+        await opened.close();
         const cpu = process.cpuUsage(cpuStart);
         send({ type: "stopped", cpuMs: (cpu.user + cpu.system) / 1000, modelCalls: model.inner.calls, queries });
         process.disconnect();

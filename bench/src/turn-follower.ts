@@ -5,7 +5,7 @@
 import type { SessionClient, SessionEvent } from "@durable-agents/core";
 import type { StepClock } from "./step-clock.js";
 
-interface TurnText {
+export interface TurnText {
   text: string;
   /** Cumulative text length after each text event, with its arrival time. */
   readonly arrivals: { end: number; at: number }[];
@@ -71,17 +71,26 @@ export class TurnFollower {
   textLatencies(turnId: string, clock: StepClock): number[] {
     const entry = this.texts.get(turnId);
     if (!entry) return [];
-    const produced = clock.produced.get(entry.text);
-    if (!produced) throw new Error(`no produced chunks recorded for the answer of ${this.sessionId} ${turnId}`);
-    return produced.map((chunk) => {
-      const arrival = entry.arrivals.find((a) => a.end >= chunk.end);
-      if (!arrival) throw new Error(`text chunk ending at ${chunk.end} never arrived (${this.sessionId} ${turnId})`);
-      return arrival.at - chunk.at;
-    });
+    return chunkLatencies(entry, clock, `${this.sessionId} ${turnId}`);
   }
 
   async stop(): Promise<void> {
     this.controller.abort();
     await this.loop;
   }
+}
+
+/**
+ * For every chunk the model produced for `entry.text`: from its production to the arrival of the
+ * event that completed it. `offsetMs` is added to the production times first (the follower's clock
+ * minus the producer's, for a follower in another process).
+ */
+export function chunkLatencies(entry: TurnText, clock: StepClock, what: string, offsetMs = 0): number[] {
+  const produced = clock.produced.get(entry.text);
+  if (!produced) throw new Error(`no produced chunks recorded for the answer of ${what}`);
+  return produced.map((chunk) => {
+    const arrival = entry.arrivals.find((a) => a.end >= chunk.end);
+    if (!arrival) throw new Error(`text chunk ending at ${chunk.end} never arrived (${what})`);
+    return arrival.at - (chunk.at + offsetMs);
+  });
 }

@@ -35,7 +35,11 @@ describe("pnpm bench --quick", () => {
 
       const stepsPerPhase = r.workload.sessions * r.workload.turnsPerSession * r.workload.stepsPerTurn;
       expect(r.workload.stepsPerTurn).toBe(2 * r.workload.toolCallsPerTurn + 1);
-      for (const phase of [r.overhead.rawSdk, r.overhead.memory, r.overhead.postgres]) {
+      expect(r.sqlite.version).toMatch(/^3\./);
+      expect(r.sqlite.journalMode).toBe("wal");
+      expect(r.sqlite.pageSize).toBeGreaterThan(0);
+      expect(r.sqlite.watchIntervalMs).toBeGreaterThan(0);
+      for (const phase of [r.overhead.rawSdk, r.overhead.memory, r.overhead.postgres, r.overhead.sqlite, r.overhead.sqliteNormal]) {
         expect(phase.steps).toBe(stepsPerPhase);
         for (const value of [phase.medianMs, phase.p99Ms, phase.meanMs]) expect(value).toBeGreaterThan(0);
         expect(phase.p99Ms).toBeGreaterThanOrEqual(phase.medianMs);
@@ -50,7 +54,18 @@ describe("pnpm bench --quick", () => {
       expect(r.floor.writeTransactionsPerStep).toBeGreaterThanOrEqual(1);
       expect(r.floor.walBytesPerStep).toBeGreaterThan(0);
 
-      for (const levels of [r.growth.memory, r.growth.postgres, r.growth.rawSdkReference]) {
+      // store-sqlite's floor: single-row writes to the same file, FULL and NORMAL; the ratios follow.
+      for (const [floor, synchronous] of [[r.sqliteFloor.full, "full"], [r.sqliteFloor.normal, "normal"]] as const) {
+        expect(floor.synchronous).toBe(synchronous);
+        expect(floor.n).toBeGreaterThan(0);
+        expect(floor.median).toBeGreaterThan(0);
+        expect(floor.p99).toBeGreaterThanOrEqual(floor.median);
+      }
+      expect(r.sqliteFloor.fullStepToWrite).toBeCloseTo(r.overhead.sqlite.medianMs / r.sqliteFloor.full.median, 6);
+      expect(r.sqliteFloor.normalStepToWrite).toBeCloseTo(r.overhead.sqliteNormal.medianMs / r.sqliteFloor.normal.median, 6);
+      expect(r.sqliteFloor.normalStepToFullWrite).toBeCloseTo(r.overhead.sqliteNormal.medianMs / r.sqliteFloor.full.median, 6);
+
+      for (const levels of [r.growth.memory, r.growth.postgres, r.growth.sqlite, r.growth.rawSdkReference]) {
         expect(levels.map((l) => l.historyItems)).toEqual([10, 100, 1000]);
         for (const level of levels) {
           expect(level.steps).toBe(level.sessions * r.workload.stepsPerTurn);
@@ -58,11 +73,17 @@ describe("pnpm bench --quick", () => {
           expect(level.p99Ms).toBeGreaterThanOrEqual(level.medianMs);
         }
       }
-      for (const level of [...r.growth.memory, ...r.growth.postgres]) {
+      for (const level of [...r.growth.memory, ...r.growth.postgres, ...r.growth.sqlite]) {
         expect(level.bytesPerStep).toBeGreaterThan(0);
         expect(level.writesPerStep).toBeGreaterThan(0);
         expect(isFigure(level.overheadMs)).toBe(true);
         expect(level.outsideRunnerMs).toBeGreaterThan(0);
+      }
+      // store-sqlite's bytes are whole WAL frames (a page and a 24-byte header each), at least one
+      // transaction per step.
+      for (const level of r.growth.sqlite) {
+        expect((level.bytesPerStep! * level.steps) % (r.sqlite.pageSize + 24)).toBe(0);
+        expect(level.writesPerStep).toBeGreaterThanOrEqual(1);
       }
 
       expect(r.growth.modelStep.map((p) => p.historyItems)).toEqual([10, 100, 1000]);
@@ -71,21 +92,33 @@ describe("pnpm bench --quick", () => {
       }
 
       expect(r.throughput.runs.map((t) => t.processes)).toEqual([1, 2, 4]);
-      expect(r.throughput.allRuns).toHaveLength(3 * r.throughput.rounds);
-      for (const t of r.throughput.runs) {
+      expect(r.throughput.sqlite.runs.map((t) => t.processes)).toEqual([1, 2, 4]);
+      expect(r.throughput.allRuns).toHaveLength(2 * 3 * r.throughput.rounds);
+      expect(r.throughput.runs.every((t) => t.store === "postgres")).toBe(true);
+      expect(r.throughput.sqlite.runs.every((t) => t.store === "sqlite")).toBe(true);
+      for (const t of [...r.throughput.runs, ...r.throughput.sqlite.runs]) {
         expect(t.steps).toBe(t.sessions * r.throughput.turnsPerSession * r.workload.stepsPerTurn);
         expect(t.stepsPerSecond).toBeGreaterThan(0);
+        expect(t.workerCpuCores).toBeGreaterThan(0);
+        expect(t.queriesPerStep).toBeGreaterThan(0);
       }
-      expect(isFigure(r.throughput.speedup2) && isFigure(r.throughput.speedup4)).toBe(true);
+      for (const t of r.throughput.sqlite.runs) expect(t.postgresCpuCores).toBe(0);
+      for (const tp of [r.throughput, r.throughput.sqlite]) expect(isFigure(tp.speedup2) && isFigure(tp.speedup4)).toBe(true);
 
       expect(r.events.paced.chunks).toBeGreaterThan(1);
-      for (const events of [r.events.memory, r.events.postgres, r.events.paced.memory, r.events.paced.postgres]) {
+      const sqliteEvents = [r.events.sqlite, r.events.sqliteSameProcess, r.events.sqliteOtherProcess, r.events.paced.sqliteSameProcess, r.events.paced.sqliteOtherProcess];
+      for (const events of [r.events.memory, r.events.postgres, r.events.paced.memory, r.events.paced.postgres, ...sqliteEvents]) {
         expect(events.n).toBeGreaterThan(0);
         expect(events.p50Ms).toBeGreaterThan(0);
         expect(events.p99Ms).toBeGreaterThanOrEqual(events.p50Ms);
       }
 
-      expect(r.targets).toHaveLength(13);
+      // Every text chunk reached the follower in the other process as it reached the one in this one.
+      expect(r.events.sqliteOtherProcess.n).toBe(r.events.sqliteSameProcess.n);
+      expect(r.events.paced.sqliteOtherProcess.n).toBe(r.events.paced.sqliteSameProcess.n);
+
+      expect(r.targets).toHaveLength(22);
+      expect(r.targets.filter((t) => t.name.includes("sqlite"))).toHaveLength(9);
       for (const target of r.targets) {
         expect(isFigure(target.value)).toBe(true);
         expect(run.stdout).toContain(target.name);
