@@ -1,28 +1,58 @@
 /**
- * `pnpm demo`: one order support session in the terminal, on the embedded memory store.
+ * `pnpm demo`: one order support session in the terminal, kept in a SQLite file so that it
+ * survives the process.
  *
- *   node dist/demo.js [--framework openai-agents|ai-sdk] [--yes | --reject "<message>"] [message ...]
+ *   node dist/demo.js [--framework openai-agents|ai-sdk] [--store sqlite|memory] [--new]
+ *                     [--yes | --reject "<message>" | --ask] [--timeout <s>] [message ...]
  *
  * Without messages it runs "look up order 1001", then "cancel order 1002". The cancellation waits
- * for approval: asked at the terminal on a TTY, approved automatically when stdin is not a TTY or
- * with --yes, rejected with --reject. `--framework ai-sdk` runs the same agent on the Vercel AI SDK.
+ * for approval: asked at the terminal on a TTY (or with --ask), approved automatically when stdin
+ * is not a TTY or with --yes, rejected with --reject. A session an earlier run left unfinished
+ * (stopped at the approval question, say) is offered first and continued where it stands.
+ * `--framework ai-sdk` runs the same agent on the Vercel AI SDK.
+ *
+ *   ORDER_SUPPORT_DB     the session file (default: .durable-agents/demo.db in this example's folder)
+ *   ORDER_SUPPORT_STORE  sqlite (default) or memory; --store wins
  */
+import { randomUUID } from "node:crypto";
+import { dirname } from "node:path";
 import { parseArgs } from "node:util";
-import { approveAutomatically, askOnTerminal, rejectAutomatically, type ApprovalDecider } from "./approval-deciders.js";
+import { approveAutomatically, askOnTerminal, askYesNo, rejectAutomatically, type ApprovalDecider } from "./approval-deciders.js";
+import { DemoSessions, type DemoSessionRecord } from "./demo-sessions.js";
 import { orderSupportFrameworks, parseOrderSupportFramework, type OrderSupportFramework } from "./order-support-framework.js";
 import { startOrderSupportRuntime } from "./order-support-runtime.js";
 import { orderSupportAgentName } from "./order-support-session.js";
 import { orderSupportSetupFromEnv } from "./order-support-setup.js";
+import {
+  chooseOrderSupportStore,
+  deskFileFor,
+  displayPath,
+  openOrderSupportStore,
+  orderSupportStoreKinds,
+  storeSideFile,
+  type StoreChoice,
+} from "./order-support-store.js";
 import { ProgressRenderer } from "./progress-renderer.js";
-import { runTerminalDemo } from "./run-terminal-demo.js";
+import { describeProgress, readDemoSessionProgress, runTerminalDemo, type DemoSessionProgress } from "./run-terminal-demo.js";
+import type { OrderSupportClient } from "./session-client-port.js";
 
 const defaultConversation = ["look up order 1001", "cancel order 1002"];
-const usage = `usage: demo [--framework <name>] [--yes | --reject "<message>"] [--timeout <seconds>] [message ...]
+const usage = `usage: demo [--framework <name>] [--store <kind>] [--new] [--yes | --reject "<message>" | --ask] [--timeout <seconds>] [message ...]
   --framework <name>  ${orderSupportFrameworks.join(" or ")} (default openai-agents)
+  --store <kind>      ${orderSupportStoreKinds.join(" or ")} (default sqlite: the file ORDER_SUPPORT_DB, or .durable-agents/demo.db)
+  --new               start a new session even if an earlier one is waiting (it is not offered again)
   --yes, -y           approve every tool call that needs approval
   --reject <message>  reject every such call, telling the model <message>
+  --ask               ask for each decision even when stdin is not a TTY (one answer per line)
   --timeout <s>       give up after this many seconds (default: 120 when nobody is asked, none otherwise)
 Without messages: ${defaultConversation.map((m) => `"${m}"`).join(", then ")}.`;
+
+/** The demo stopped because the user asked it to (Ctrl-C, SIGTERM). */
+class StoppedByUser extends Error {
+  constructor(readonly signal: string) {
+    super(`stopped by ${signal}`);
+  }
+}
 
 async function main(): Promise<number> {
   let args;
@@ -35,8 +65,11 @@ async function main(): Promise<number> {
       options: {
         yes: { type: "boolean", short: "y" },
         reject: { type: "string" },
+        ask: { type: "boolean" },
         timeout: { type: "string" },
         framework: { type: "string" },
+        store: { type: "string" },
+        new: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -49,11 +82,11 @@ async function main(): Promise<number> {
     console.log(usage);
     return 0;
   }
-  if (values.yes && values.reject !== undefined) {
-    console.error(`--yes and --reject exclude each other\n${usage}`);
+  if ([values.yes, values.reject !== undefined, values.ask].filter(Boolean).length > 1) {
+    console.error(`--yes, --reject and --ask exclude each other\n${usage}`);
     return 2;
   }
-  const interactive = process.stdin.isTTY === true && !values.yes && values.reject === undefined;
+  const interactive = values.ask === true || (process.stdin.isTTY === true && !values.yes && values.reject === undefined);
   // Nobody waits for a person's answer to time out; unattended runs stop after 120 s by default.
   const timeoutSeconds = values.timeout !== undefined ? Number(values.timeout) : interactive ? null : 120;
   if (timeoutSeconds !== null && !(timeoutSeconds > 0)) {
@@ -61,13 +94,14 @@ async function main(): Promise<number> {
     return 2;
   }
   let framework: OrderSupportFramework;
+  let storeChoice: StoreChoice;
   try {
     framework = parseOrderSupportFramework(values.framework, "--framework");
+    storeChoice = chooseOrderSupportStore({ flag: values.store, env: process.env, program: "demo" });
   } catch (error) {
     console.error(`${error instanceof Error ? error.message : String(error)}\n${usage}`);
     return 2;
   }
-  const messages = positionals.length > 0 ? positionals : defaultConversation;
 
   let decide: ApprovalDecider;
   if (values.reject !== undefined) decide = rejectAutomatically(values.reject.trim() === "" ? null : values.reject, "rejected (--reject)");
@@ -76,41 +110,141 @@ async function main(): Promise<number> {
   else decide = approveAutomatically("approved automatically (stdin is not a TTY)");
 
   const setup = orderSupportSetupFromEnv(framework, process.env);
+  const opened = openOrderSupportStore(storeChoice);
   const live = process.stdout.isTTY === true;
   const renderer = new ProgressRenderer({ write: (text) => process.stdout.write(text) }, {
     live,
     color: live && !process.env.NO_COLOR,
     ...(process.stdout.columns ? { columns: process.stdout.columns } : {}),
   });
-  renderer.line(`order support demo (framework: ${setup.framework}; model: ${setup.modelDescription}; store: in memory)`);
+  renderer.line(`order support demo (framework: ${setup.framework}; model: ${setup.modelDescription}; store: ${opened.description})`);
 
-  const runtime = startOrderSupportRuntime({ session: setup.createSession });
-  const timeout = timeoutSeconds === null ? undefined : AbortSignal.timeout(timeoutSeconds * 1000);
+  // Ctrl-C (or SIGTERM) stops the demo where it is; the session stays in the store. A second one
+  // does not wait for the worker's step in flight.
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) process.exit(130);
+    stop.abort(new StoppedByUser(signal));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  const timeout = timeoutSeconds === null ? null : AbortSignal.timeout(timeoutSeconds * 1000);
+  const signal = timeout ? AbortSignal.any([stop.signal, timeout]) : stop.signal;
+
+  // A shorter lease than the worker's default (15 s): a demo killed during a step is taken over by
+  // the next run within 5 s. The worker renews it every third of that while a step runs.
+  const runtime = startOrderSupportRuntime({ session: setup.createSession, store: opened.store, desk: opened.desk, leaseTtlMs: 5_000 });
+  const record = storeChoice.kind === "sqlite" ? new DemoSessions(storeSideFile(storeChoice.path, "demo-sessions.json")) : null;
+  let sessionId: string | null = null;
   try {
+    // A session an earlier run of this framework left unfinished, newest first.
+    let resume: { record: DemoSessionRecord; progress: DemoSessionProgress } | null = null;
+    if (record) {
+      const waiting = await findUnfinished(runtime.client, record, framework);
+      if (waiting && values.new) {
+        record.setState(waiting.record.sessionId, "set_aside");
+        renderer.line(`(--new: session ${waiting.record.sessionId} stays as it is and is not offered again)`);
+      } else if (waiting) {
+        const state = describeProgress(waiting.progress, waiting.record.messages.length);
+        const started = new Date(waiting.record.startedAt).toLocaleString();
+        if (interactive) {
+          renderer.line(`session ${waiting.record.sessionId} (started ${started}) is ${state.replace(/^it /, "")}`);
+          const yes = await askYesNo(process.stdin, process.stdout, "  ? Continue it?", true, signal);
+          if (yes) resume = waiting;
+          else {
+            record.setState(waiting.record.sessionId, "set_aside");
+            renderer.line("  a new session instead; that one stays as it is and is not offered again");
+          }
+        } else {
+          resume = waiting;
+        }
+        if (resume) renderer.line(`Resuming session ${waiting.record.sessionId}${interactive ? "" : ` (started ${started})`}: ${state}`);
+      }
+    }
+
+    const cancelledBefore = opened.desk.cancellations().map((c) => c.orderId);
+    if (!resume && cancelledBefore.length > 0 && storeChoice.kind === "sqlite") {
+      renderer.line(
+        `(the order desk remembers earlier runs: cancelled already: ${cancelledBefore.join(", ")}; ` +
+          `to start over, remove ${storeChoice.isDefault ? displayPath(dirname(storeChoice.path)) : displayPath(deskFileFor(storeChoice.path))})`,
+      );
+    }
+
+    const messages = resume ? resume.record.messages : positionals.length > 0 ? positionals : defaultConversation;
+    sessionId = resume ? resume.record.sessionId : randomUUID();
+    if (!resume && record) {
+      // Recorded before it exists: a crash right after creating it cannot leave it unknown.
+      record.add({ sessionId, framework, messages, startedAt: new Date().toISOString(), state: "open" });
+    }
     const result = await runTerminalDemo({
       client: runtime.client,
       agent: orderSupportAgentName,
       messages,
       decide,
       renderer,
-      ...(timeout ? { signal: timeout } : {}),
+      signal,
+      ...(resume ? { resume: resume.progress } : { sessionId }),
     });
+    record?.setState(result.sessionId, "finished");
     const snapshot = await runtime.client.snapshot(result.sessionId);
-    const cancellations = runtime.desk.cancellations();
+    const cancellations = opened.desk.cancellations();
+    const calls = opened.desk.cancelCalls();
     renderer.line(
       `done: ${result.turns.length} turn(s), ${snapshot.usage.modelCalls} model call(s), ${snapshot.usage.totalTokens} tokens; ` +
-        `orders cancelled: ${cancellations.length === 0 ? "none" : cancellations.map((c) => c.orderId).join(", ")}`,
+        `orders cancelled: ${cancellations.length === 0 ? "none" : cancellations.map((c) => c.orderId).join(", ")}; ` +
+        `cancel calls on the desk: ${calls.length}`,
     );
     return result.turns.every((turn) => turn.status === "completed") ? 0 : 1;
+  } catch (error) {
+    const reason: unknown = stop.signal.aborted ? stop.signal.reason : undefined;
+    if (reason instanceof StoppedByUser) {
+      renderer.line("");
+      if (sessionId === null) renderer.line(`stopped (${reason.signal})`);
+      else if (storeChoice.kind === "memory") renderer.line(`stopped (${reason.signal}); session ${sessionId} was in memory and is gone`);
+      else renderer.line(`stopped (${reason.signal}); session ${sessionId} is kept in ${opened.description}: run the demo again to continue it`);
+      return 130;
+    }
+    if (timeout?.aborted) throw new Error(`gave up after ${timeoutSeconds} s (--timeout)`);
+    throw error;
   } finally {
     await runtime.stop();
+    await opened.close();
   }
+}
+
+/** The newest session of the record, on this framework, whose conversation has not ended. */
+async function findUnfinished(
+  client: OrderSupportClient,
+  record: DemoSessions,
+  framework: OrderSupportFramework,
+): Promise<{ record: DemoSessionRecord; progress: DemoSessionProgress } | null> {
+  for (const entry of record.list().reverse()) {
+    if (entry.state !== "open" || entry.framework !== framework) continue;
+    let progress: DemoSessionProgress;
+    try {
+      progress = await readDemoSessionProgress(client, entry.sessionId);
+    } catch (error) {
+      // Recorded, but the process stopped before creating it.
+      if ((error as { code?: unknown }).code === "session_not_found") {
+        record.setState(entry.sessionId, "finished");
+        continue;
+      }
+      throw error;
+    }
+    if (progress.turns.length >= entry.messages.length) {
+      record.setState(entry.sessionId, "finished");
+      continue;
+    }
+    return { record: entry, progress };
+  }
+  return null;
 }
 
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`demo failed: ${message}`);
     process.exit(1);
   },
 );

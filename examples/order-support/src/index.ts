@@ -1,4 +1,28 @@
-export { OrderDesk, type CancellationRecord, type Order, type OrderItem, type OrderStatus } from "./order-desk.js";
+export {
+  OrderDesk,
+  OrderDeskOpenError,
+  sampleOrders,
+  type CancelCall,
+  type CancellationRecord,
+  type Order,
+  type OrderItem,
+  type OrderStatus,
+} from "./order-desk.js";
+export {
+  chooseOrderSupportStore,
+  defaultStoreFile,
+  defaultStoreFolder,
+  deskFileFor,
+  openOrderSupportStore,
+  orderSupportStoreKinds,
+  storeSideFile,
+  StoreChoiceError,
+  type OpenedStore,
+  type OrderSupportProgram,
+  type OrderSupportStoreKind,
+  type StoreChoice,
+} from "./order-support-store.js";
+export { DemoSessions, DemoSessionsFileError, type DemoSessionRecord } from "./demo-sessions.js";
 export { createOrderSupportAgent } from "./order-support-agent.js";
 export { orderSupportInstructions } from "./order-support-instructions.js";
 export { chunkText, decideDemoTurn, parseOrderId, type DemoConversation, type DemoDecision, type DemoToolResult } from "./demo-decision.js";
@@ -18,10 +42,19 @@ export { HttpError, httpErrorOf, type HttpErrorBody, type HttpErrorStatus } from
 export { listen, type Listening } from "./listen.js";
 export type { OrderSupportClient } from "./session-client-port.js";
 export { ProgressRenderer, type ProgressOutput, type ProgressRendererOptions } from "./progress-renderer.js";
-export { runTerminalDemo, type TerminalDemoOptions, type TerminalDemoResult } from "./run-terminal-demo.js";
+export {
+  describeProgress,
+  readDemoSessionProgress,
+  runTerminalDemo,
+  type DemoSessionProgress,
+  type TerminalDemoOptions,
+  type TerminalDemoResult,
+  type TurnResult,
+} from "./run-terminal-demo.js";
 export {
   approveAutomatically,
   askOnTerminal,
+  askYesNo,
   rejectAutomatically,
   type ApprovalDecider,
   type ApprovalDecision,

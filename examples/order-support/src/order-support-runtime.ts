@@ -1,6 +1,6 @@
 /**
  * Everything one process needs to run order support sessions: a store (the in-memory store unless
- * one is given), the order desk, the session definition, a worker that drives the sessions and a
+ * one is given; `openOrderSupportStore` opens the SQLite one with its desk), the order desk, the session definition, a worker that drives the sessions and a
  * client. Every process that starts sessions builds the same definition.
  */
 import type { Model } from "@openai/agents";

@@ -41,6 +41,8 @@ const maxShown = 100;
 
 export class ProgressRenderer {
   readonly #out: ProgressOutput;
+  /** While set (during `replay`), nothing is written. */
+  #muted = false;
   readonly #live: boolean;
   readonly #color: boolean;
   readonly #columns: number | undefined;
@@ -53,7 +55,7 @@ export class ProgressRenderer {
   #tail: OpenTail | null = null;
 
   constructor(out: ProgressOutput, options: ProgressRendererOptions = {}) {
-    this.#out = out;
+    this.#out = { write: (text) => (this.#muted ? undefined : out.write(text)) };
     this.#live = options.live ?? false;
     this.#color = options.color ?? this.#live;
     this.#columns = options.columns;
@@ -97,6 +99,21 @@ export class ProgressRenderer {
         break;
       default:
         break;
+    }
+  }
+
+  /**
+   * Takes in events that were shown before (by an earlier process, for a resumed session) without
+   * writing anything, so that what follows them renders as if they had been: a step that started
+   * before ends with its own label and duration.
+   */
+  replay(events: Iterable<SessionEvent>): void {
+    this.#muted = true;
+    try {
+      for (const event of events) this.handle(event);
+      this.settle();
+    } finally {
+      this.#muted = false;
     }
   }
 

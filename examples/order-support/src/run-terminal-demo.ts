@@ -1,12 +1,20 @@
 /**
- * Runs a conversation in the terminal: starts a session with the first message, follows its events
- * (rendered as compact progress), settles each approval with the given decider, sends the next
- * message when a turn ends, and prints each turn's answer.
+ * Runs a conversation in the terminal: starts a session with the first message (or resumes one an
+ * earlier process started), follows its events (rendered as compact progress), settles each
+ * approval with the given decider, sends the next message when a turn ends, and prints each turn's
+ * answer.
+ *
+ * Every message goes with a message ID (`message-<n>`, the turn's number), so sending one again
+ * after a crash is accepted once: a resumed run re-sends the message of the turn it stands at
+ * without knowing whether the crashed process got that far.
  */
-import { DurableAgentsError } from "@durable-agents/core";
+import { randomUUID } from "node:crypto";
+import { DurableAgentsError, type Interrupt, type SessionEvent, type SessionSnapshot } from "@durable-agents/core";
 import type { ApprovalDecider } from "./approval-deciders.js";
 import type { ProgressRenderer } from "./progress-renderer.js";
 import type { OrderSupportClient } from "./session-client-port.js";
+
+export type TurnResult = { readonly status: "completed"; readonly answer: string } | { readonly status: "failed"; readonly error: string };
 
 export interface TerminalDemoOptions {
   readonly client: OrderSupportClient;
@@ -15,43 +23,121 @@ export interface TerminalDemoOptions {
   readonly messages: readonly string[];
   readonly decide: ApprovalDecider;
   readonly renderer: ProgressRenderer;
-  /** Aborts the demo (for example a timeout). */
+  /** Aborts the demo (a timeout, Ctrl-C). */
   readonly signal?: AbortSignal;
+  /**
+   * Continue this session (read with `readDemoSessionProgress`; `messages` must be its
+   * conversation) instead of starting one.
+   */
+  readonly resume?: DemoSessionProgress;
+  /** The new session's ID, before the session is created (default: a random UUID). */
+  readonly sessionId?: string;
 }
 
 export interface TerminalDemoResult {
   readonly sessionId: string;
   /** One entry per turn: its answer, or its failure. */
-  readonly turns: readonly ({ readonly status: "completed"; readonly answer: string } | { readonly status: "failed"; readonly error: string })[];
+  readonly turns: readonly TurnResult[];
 }
 
+/** Where a session stands: its snapshot, every event up to it, and the turns that ended. */
+export interface DemoSessionProgress {
+  readonly sessionId: string;
+  readonly snapshot: SessionSnapshot;
+  /** Every event up to `snapshot.lastEventSeq`. */
+  readonly events: readonly SessionEvent[];
+  readonly turns: readonly TurnResult[];
+  /** The user message of each turn that started, in order. */
+  readonly started: readonly string[];
+}
+
+export async function readDemoSessionProgress(client: OrderSupportClient, sessionId: string): Promise<DemoSessionProgress> {
+  const snapshot = await client.snapshot(sessionId);
+  const events: SessionEvent[] = [];
+  while ((events.at(-1)?.seq ?? 0) < snapshot.lastEventSeq) {
+    const page = await client.readEvents(sessionId, { after: events.at(-1)?.seq ?? 0, limit: 1000 });
+    if (page.length === 0) break;
+    events.push(...page.filter((event) => event.seq <= snapshot.lastEventSeq));
+  }
+  const turns: TurnResult[] = [];
+  const started: string[] = [];
+  for (const event of events) {
+    if (event.type === "turn_started") started.push(event.data.text);
+    else if (event.type === "turn_completed") turns.push({ status: "completed", answer: event.data.text });
+    else if (event.type === "turn_failed") turns.push({ status: "failed", error: event.data.error });
+  }
+  return { sessionId, snapshot, events, turns, started };
+}
+
+/** What a session is waiting for, in words: "waiting for your approval of cancel_order {...}". */
+export function describeProgress(progress: DemoSessionProgress, conversationLength: number): string {
+  const { snapshot } = progress;
+  const pending = snapshot.pendingInterrupts[0];
+  if (pending !== undefined && snapshot.unappliedDecisions === 0) {
+    return `waiting for your approval of ${pending.toolName} ${pending.arguments}`;
+  }
+  if (snapshot.status === "running") return `it stopped during turn ${progress.started.length}; continuing it`;
+  if (progress.turns.length >= conversationLength) return "its conversation is complete";
+  return `continuing with turn ${progress.turns.length + 1} of ${conversationLength}`;
+}
+
+const messageId = (index: number) => `message-${index + 1}`;
+
 export async function runTerminalDemo(options: TerminalDemoOptions): Promise<TerminalDemoResult> {
-  const { client, renderer, messages } = options;
+  const { client, renderer, messages, resume } = options;
   const first = messages[0];
   if (first === undefined) throw new RangeError("the demo needs at least one message");
-  const { sessionId } = await client.startSession({ agent: options.agent, message: first });
-  renderer.line(`session ${sessionId}`);
+  options.signal?.throwIfAborted();
 
-  const turns: TerminalDemoResult["turns"][number][] = [];
-  let next = 1;
+  let sessionId: string;
+  let after = 0;
+  const turns: TurnResult[] = [];
+  const settle = async (interrupt: Interrupt) => {
+    renderer.settle();
+    const decision = await options.decide(interrupt, options.signal);
+    renderer.line(`    ? ${interrupt.toolName} needs approval: ${decision.how}${decision.message ? ` ("${decision.message}")` : ""}`);
+    try {
+      await client.resolveInterrupt(sessionId, { interruptId: interrupt.interruptId, approved: decision.approved, message: decision.message });
+    } catch (error) {
+      // Someone else (another client of the same store) may have decided first.
+      if (!DurableAgentsError.isInstance(error) || error.code !== "duplicate_resolution") throw error;
+      renderer.line(`    (already decided elsewhere)`);
+    }
+  };
+
+  if (resume) {
+    sessionId = resume.sessionId;
+    renderer.replay(resume.events);
+    // What the earlier run showed, in short.
+    resume.started.forEach((text, i) => {
+      renderer.line(`  › ${text}`);
+      const turn = resume.turns[i];
+      if (turn?.status === "completed") renderer.line(`  ◆ answer: ${turn.answer}`);
+      else if (turn?.status === "failed") renderer.line(`  ✗ turn failed: ${turn.error}`);
+    });
+    turns.push(...resume.turns);
+    after = resume.snapshot.lastEventSeq;
+    if (turns.length >= messages.length) return { sessionId, turns };
+    if (resume.snapshot.unappliedDecisions === 0) {
+      for (const interrupt of resume.snapshot.pendingInterrupts) await settle(interrupt);
+    }
+    // The message of the turn the session stands at; a duplicate when the earlier run sent it.
+    await client.sendMessage(sessionId, messages[turns.length]!, { messageId: messageId(turns.length) });
+  } else {
+    sessionId = options.sessionId ?? randomUUID();
+    await client.startSession({ agent: options.agent, sessionId, message: first, messageId: messageId(0) });
+    renderer.line(`session ${sessionId}`);
+  }
+
+  let next = turns.length + 1;
   const follow = new AbortController();
   const stopFollowing = () => follow.abort();
   options.signal?.addEventListener("abort", stopFollowing, { once: true });
   try {
-    for await (const event of client.followEvents(sessionId, { after: 0, signal: follow.signal })) {
+    for await (const event of client.followEvents(sessionId, { after, signal: follow.signal })) {
       renderer.handle(event);
       if (event.type === "interrupt_created") {
-        const interrupt = event.data.interrupt;
-        renderer.settle();
-        const decision = await options.decide(interrupt);
-        renderer.line(`    ? ${interrupt.toolName} needs approval: ${decision.how}${decision.message ? ` ("${decision.message}")` : ""}`);
-        try {
-          await client.resolveInterrupt(sessionId, { interruptId: interrupt.interruptId, approved: decision.approved, message: decision.message });
-        } catch (error) {
-          // Someone else (another client of the same store) may have decided first.
-          if (!DurableAgentsError.isInstance(error) || error.code !== "duplicate_resolution") throw error;
-          renderer.line(`    (already decided elsewhere)`);
-        }
+        await settle(event.data.interrupt);
       } else if (event.type === "turn_completed" || event.type === "turn_failed") {
         if (event.type === "turn_completed") {
           turns.push({ status: "completed", answer: event.data.text });
@@ -61,16 +147,17 @@ export async function runTerminalDemo(options: TerminalDemoOptions): Promise<Ter
         }
         const message = messages[next];
         if (message === undefined) break;
+        await client.sendMessage(sessionId, message, { messageId: messageId(next) });
         next += 1;
-        await client.sendMessage(sessionId, message);
       }
     }
   } finally {
     options.signal?.removeEventListener("abort", stopFollowing);
     follow.abort();
   }
+  options.signal?.throwIfAborted();
   if (turns.length < messages.length) {
-    throw new Error(`the demo stopped after ${turns.length} of ${messages.length} turns${options.signal?.aborted ? " (aborted)" : ""}`);
+    throw new Error(`the demo stopped after ${turns.length} of ${messages.length} turns`);
   }
   return { sessionId, turns };
 }

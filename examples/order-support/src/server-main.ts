@@ -1,6 +1,10 @@
 /**
- * `pnpm serve`: a worker and the HTTP server in one process, on the embedded memory store.
+ * `pnpm serve`: a worker and the HTTP server in one process, on the embedded SQLite store: sessions
+ * (and the order desk) survive a restart of the server.
  *
+ *   ORDER_SUPPORT_DB           the session file (default: .durable-agents/server.db in this example's folder)
+ *   ORDER_SUPPORT_STORE        sqlite (default) or memory
+ *   DATABASE_URL               asks for PostgreSQL: refused, this example does not include that store
  *   PORT                       default 8080
  *   HOST                       default 127.0.0.1
  *   ORDER_SUPPORT_SESSION_KEY  signs session tokens (default: a random key per start)
@@ -11,6 +15,7 @@ import { createOrderSupportServer } from "./create-order-support-server.js";
 import { listen } from "./listen.js";
 import { parseOrderSupportFramework } from "./order-support-framework.js";
 import { startOrderSupportRuntime } from "./order-support-runtime.js";
+import { chooseOrderSupportStore, openOrderSupportStore } from "./order-support-store.js";
 import { orderSupportAgentName } from "./order-support-session.js";
 import { orderSupportSetupFromEnv } from "./order-support-setup.js";
 import { SessionTokens } from "./session-tokens.js";
@@ -22,11 +27,19 @@ async function main(): Promise<void> {
   const setup = orderSupportSetupFromEnv(framework, process.env);
   const key = process.env.ORDER_SUPPORT_SESSION_KEY;
   const tokens = new SessionTokens(key === undefined || key === "" ? undefined : key);
-  const runtime = startOrderSupportRuntime({ session: setup.createSession });
+  const opened = openOrderSupportStore(chooseOrderSupportStore({ env: process.env, program: "server" }));
+  const runtime = startOrderSupportRuntime({ session: setup.createSession, store: opened.store, desk: opened.desk });
   const app = createOrderSupportServer({ client: runtime.client, agent: orderSupportAgentName, tokens });
-  const listening = await listen(app, { port, hostname: process.env.HOST ?? "127.0.0.1" });
-  console.log(`order support on ${listening.url} (framework: ${setup.framework}; model: ${setup.modelDescription}; store: in memory)`);
-  if (key === undefined || key === "") console.log("session tokens are signed with a random key: they stop working when the server restarts");
+  let listening;
+  try {
+    listening = await listen(app, { port, hostname: process.env.HOST ?? "127.0.0.1" });
+  } catch (error) {
+    await runtime.stop();
+    await opened.close();
+    throw error;
+  }
+  console.log(`order support on ${listening.url} (framework: ${setup.framework}; model: ${setup.modelDescription}; store: ${opened.description})`);
+  if (key === undefined || key === "") console.log("session tokens are signed with a random key: they stop working when the server restarts (set ORDER_SUPPORT_SESSION_KEY to keep them)");
 
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -35,6 +48,7 @@ async function main(): Promise<void> {
     console.log(`${signal}: stopping`);
     await listening.close();
     await runtime.stop();
+    await opened.close();
     process.exit(0);
   };
   process.once("SIGINT", () => void shutdown("SIGINT"));

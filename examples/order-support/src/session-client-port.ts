@@ -5,7 +5,7 @@
 import type { SessionEvent, SessionSnapshot } from "@durable-agents/core";
 
 export interface OrderSupportClient {
-  startSession(input: { agent: string; sessionId?: string; message?: string }): Promise<{ sessionId: string }>;
+  startSession(input: { agent: string; sessionId?: string; message?: string; messageId?: string }): Promise<{ sessionId: string }>;
   sendMessage(sessionId: string, text: string, options?: { messageId?: string }): Promise<{ seq: number; duplicate: boolean }>;
   resolveInterrupt(
     sessionId: string,

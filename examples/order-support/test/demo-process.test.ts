@@ -4,7 +4,8 @@
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const demo = fileURLToPath(new URL("../dist/demo.js", import.meta.url));
@@ -13,14 +14,25 @@ interface Run {
   readonly code: number | null;
   readonly stdout: string;
   readonly stderr: string;
+  /** The session file the run used. */
+  readonly db: string;
 }
 
+const temps: ReturnType<typeof tempStoreDir>[] = [];
+afterEach(() => {
+  for (const temp of temps.splice(0)) temp.remove();
+});
+
+/** Runs the demo on a new SQLite file of its own (the default store), so runs share no state. */
 function runDemo(args: string[]): Promise<Run> {
+  const temp = tempStoreDir("order-support-demo-");
+  temps.push(temp);
+  const db = temp.file("demo.db");
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [demo, ...args], {
       cwd: root,
       // The demo model, whatever the environment says; no colours, so the text can be matched.
-      env: { ...process.env, ORDER_SUPPORT_MODEL: "demo", NO_COLOR: "1" },
+      env: { ...process.env, ORDER_SUPPORT_MODEL: "demo", NO_COLOR: "1", ORDER_SUPPORT_DB: db },
       stdio: ["pipe", "pipe", "pipe"],
     });
     let stdout = "";
@@ -28,7 +40,7 @@ function runDemo(args: string[]): Promise<Run> {
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.on("close", (code) => resolve({ code, stdout, stderr, db }));
     child.stdin.end();
   });
 }
@@ -52,7 +64,7 @@ describe("the terminal demo as a child process", () => {
     const run = await runDemo(args);
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`order support demo (framework: ${framework}; model: demo model (local, no API key needed); store: in memory)`);
+    expect(run.stdout).toContain(`order support demo (framework: ${framework}; model: demo model (local, no API key needed); store: sqlite ${run.db})`);
     expect(run.stdout).toContain("› look up order 1001");
     expect(run.stdout).toContain("› cancel order 1002");
     expect(stepLines(run.stdout)).toEqual([
@@ -74,21 +86,23 @@ describe("the terminal demo as a child process", () => {
     // The streamed text appears under its RunModel step before the answer line.
     expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeGreaterThan(-1);
     expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeLessThan(run.stdout.indexOf("◆ answer: I asked to cancel"));
-    expect(run.stdout).toMatch(/done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002/);
+    expect(run.stdout).toMatch(/done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002; cancel calls on the desk: 1/);
   });
 
   it("rejects with --reject, and the model is told why", async () => {
-    const run = await runDemo(["--reject", "I changed my mind", "cancel order 1002"]);
+    // On the memory store too: what the demo did before it kept sessions in a file.
+    const run = await runDemo(["--store", "memory", "--reject", "I changed my mind", "cancel order 1002"]);
+    expect(run.stdout).toContain("store: in memory)");
     expect(run.code).toBe(0);
     expect(stepLines(run.stdout)).toEqual(["✓ RunModel", "✓ AwaitToolApproval cancel_order", "✓ ResumeTurn", "✓ RunModel"]);
     expect(run.stdout).toContain("◆ answer: I asked to cancel order 1002: I changed my mind");
-    expect(run.stdout).toContain("orders cancelled: none");
+    expect(run.stdout).toContain("orders cancelled: none; cancel calls on the desk: 0");
   });
 
   it("refuses contradictory flags with a usage message", async () => {
     const run = await runDemo(["--yes", "--reject", "no"]);
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain("--yes and --reject exclude each other");
+    expect(run.stderr).toContain("--yes, --reject and --ask exclude each other");
     const badTimeout = await runDemo(["--timeout", "0"]);
     expect(badTimeout.code).toBe(2);
     expect(badTimeout.stderr).toContain("--timeout needs a positive number of seconds");

@@ -1,6 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { readFileSync, writeFileSync } from "node:fs";
+import { DatabaseSync } from "node:sqlite";
+import { afterEach, describe, expect, it } from "vitest";
 import { ToolExecutionError } from "@durable-agents/core";
-import { OrderDesk } from "../src/order-desk.js";
+import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
+import { OrderDesk, OrderDeskOpenError } from "../src/order-desk.js";
 
 describe("OrderDesk", () => {
   it("describes an order with its items and status", () => {
@@ -54,5 +57,65 @@ describe("OrderDesk", () => {
     const copy = desk.order("1002")!;
     copy.status = "cancelled";
     expect(desk.order("1002")?.status).toBe("processing");
+  });
+});
+
+describe("OrderDesk in a file", () => {
+  const temps: ReturnType<typeof tempStoreDir>[] = [];
+  afterEach(() => {
+    for (const temp of temps.splice(0)) temp.remove();
+  });
+  const newFile = () => {
+    const temp = tempStoreDir("order-desk-");
+    temps.push(temp);
+    return temp.file("desk.db");
+  };
+
+  it("is created with the sample orders, and a second desk on the file sees the first one's cancellation", () => {
+    const path = newFile();
+    const first = OrderDesk.open(path);
+    const second = OrderDesk.open(path);
+    try {
+      expect(first.path).toBe(path);
+      expect(second.order("1002")?.status).toBe("processing");
+      expect(first.cancelOrder("1002", "ordered twice")).toBe("Order 1002 is now cancelled (reason: ordered twice).");
+      expect(second.order("1002")?.status).toBe("cancelled");
+      // The second desk refuses the same cancellation, and logs the refused call too.
+      expect(() => second.cancelOrder("1002", "again")).toThrow("order 1002 was already cancelled");
+      expect(() => second.cancelOrder("1001", "late")).toThrow("order 1001 has already shipped");
+      expect(first.cancelCalls().map((c) => [c.orderId, c.outcome, c.detail])).toEqual([
+        ["1002", "cancelled", null],
+        ["1002", "refused", "order 1002 was already cancelled"],
+        ["1001", "refused", "order 1001 has already shipped and can no longer be cancelled"],
+      ]);
+      expect(first.cancellations()).toEqual([{ orderId: "1002", reason: "ordered twice" }]);
+    } finally {
+      first.close();
+      second.close();
+    }
+    // Opened again later (another process, a restart): the state is the file's, not the sample's.
+    const later = OrderDesk.open(path);
+    try {
+      expect(later.describeOrder("1002")).toContain("Status: cancelled (ordered twice).");
+      expect(later.cancelCalls()).toHaveLength(3);
+    } finally {
+      later.close();
+    }
+  });
+
+  it("refuses a file that is not a desk, and leaves it as it was", () => {
+    const notes = newFile();
+    writeFileSync(notes, "not a database at all, just some text that is long enough\n".repeat(20));
+    const before = readFileSync(notes);
+    expect(() => OrderDesk.open(notes)).toThrow(OrderDeskOpenError);
+    expect(readFileSync(notes).equals(before)).toBe(true);
+
+    const foreign = newFile();
+    const db = new DatabaseSync(foreign);
+    db.exec("CREATE TABLE t (x)");
+    db.close();
+    const foreignBefore = readFileSync(foreign);
+    expect(() => OrderDesk.open(foreign)).toThrow(/is a SQLite database of another program, not an order desk; it was left untouched/);
+    expect(readFileSync(foreign).equals(foreignBefore)).toBe(true);
   });
 });

@@ -11,7 +11,8 @@ const serverMain = fileURLToPath(new URL("../dist/server-main.js", import.meta.u
 
 function startServer(framework: string) {
   const child = spawn(process.execPath, [serverMain], {
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ORDER_SUPPORT_MODEL: "demo", ORDER_SUPPORT_FRAMEWORK: framework },
+    // The memory store: this test is about the framework, and leaves no file behind.
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ORDER_SUPPORT_MODEL: "demo", ORDER_SUPPORT_FRAMEWORK: framework, ORDER_SUPPORT_STORE: "memory" },
   });
   let output = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
@@ -41,6 +42,7 @@ describe("pnpm serve with ORDER_SUPPORT_FRAMEWORK", () => {
     try {
       const base = await server.url;
       expect(server.output()).toContain("framework: ai-sdk; model: demo model");
+      expect(server.output()).toContain("store: in memory)");
       const started = await fetch(`${base}/sessions`, {
         method: "POST",
         headers: { "content-type": "application/json" },

@@ -7,6 +7,7 @@ import { createHmac } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionSnapshot } from "@durable-agents/core";
+import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
 
 const serverMain = fileURLToPath(new URL("../dist/server-main.js", import.meta.url));
 const sessionKey = "a key for the server process test";
@@ -14,10 +15,13 @@ const sessionKey = "a key for the server process test";
 let child: ChildProcessWithoutNullStreams;
 let output = "";
 let base = "";
+// The default store (SQLite) on a file of this test's own.
+const temp = tempStoreDir("order-support-server-");
+const db = temp.file("server.db");
 
 beforeAll(async () => {
   child = spawn(process.execPath, [serverMain], {
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ORDER_SUPPORT_SESSION_KEY: sessionKey, ORDER_SUPPORT_MODEL: "demo" },
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ORDER_SUPPORT_SESSION_KEY: sessionKey, ORDER_SUPPORT_MODEL: "demo", ORDER_SUPPORT_DB: db },
   });
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
@@ -37,8 +41,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (child && child.exitCode === null) {
+    const exited = new Promise((resolve) => child.on("exit", resolve));
     child.kill("SIGKILL");
+    await exited;
   }
+  temp.remove();
 });
 
 async function snapshot(id: string, token: string): Promise<SessionSnapshot> {
@@ -59,6 +66,7 @@ async function until(id: string, token: string, predicate: (s: SessionSnapshot) 
 describe("pnpm serve (server-main) as a child process", () => {
   it("serves a whole session with tokens signed by ORDER_SUPPORT_SESSION_KEY, and stops on SIGTERM", async () => {
     expect(output).toContain("model: demo model");
+    expect(output).toContain(`store: sqlite ${db})`);
     const started = await fetch(`${base}/sessions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
