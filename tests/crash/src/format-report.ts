@@ -27,7 +27,9 @@ export function formatReport(result: CrashRunResult): string {
       ? [
           `sqlite: kills aimed at ${list(result.store.figures.killsAimedAt)}; workers died in: ${list(result.store.figures.killsDiedIn)} ` +
             `(${list(result.store.figures.killsByAimAndState)}); ` +
-            `pauses reached ${result.store.figures.pausesReached}; integrity_check ok after ${result.store.figures.integrityChecksOk} kills; ` +
+            `pauses reached ${result.store.figures.pausesReached} (${result.store.figures.pausesWithUncommittedRows} with ` +
+            `${result.store.figures.uncommittedRowsAtKill} changed rows uncommitted); ` +
+            `integrity_check ok after ${result.store.figures.integrityChecksOk} kills; ` +
             `write transactions begun ${result.store.figures.writeTransactions}`,
         ]
       : []),

@@ -34,6 +34,10 @@ export interface StoreFigures {
   killsByAimAndState: Record<string, number>;
   /** Pauses inside a transaction that were asked for and reached before the kill. */
   pausesReached: number;
+  /** Of those, the pauses whose open transaction had changed rows (uncommitted when the worker died). */
+  pausesWithUncommittedRows: number;
+  /** The rows those transactions had changed, together. */
+  uncommittedRowsAtKill: number;
   /** `PRAGMA integrity_check` runs on the store file after kills, each answered `ok`. */
   integrityChecksOk: number;
   /** Write transactions begun by all worker processes together (SQLite, from their records). */
@@ -67,7 +71,7 @@ export interface BackendOptions {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const nextTick = () => new Promise((resolve) => setImmediate(resolve));
-const emptyFigures = (): StoreFigures => ({ killsAimedAt: {}, killsDiedIn: {}, killsByAimAndState: {}, pausesReached: 0, integrityChecksOk: 0, writeTransactions: 0 });
+const emptyFigures = (): StoreFigures => ({ killsAimedAt: {}, killsDiedIn: {}, killsByAimAndState: {}, pausesReached: 0, pausesWithUncommittedRows: 0, uncommittedRowsAtKill: 0, integrityChecksOk: 0, writeTransactions: 0 });
 const bump = <K extends string>(record: Partial<Record<K, number>>, key: K) => {
   record[key] = (record[key] ?? 0) + 1;
 };
@@ -149,8 +153,11 @@ function openSqliteBackend(path: string, synchronous: "full" | "normal"): StoreB
     fleet.tell(pid, "pause-in-commit");
     const until = Date.now() + 3000;
     while (Date.now() < until) {
-      if (stateOf(pid)?.state === "paused") {
+      const record = stateOf(pid);
+      if (record?.state === "paused") {
         figures.pausesReached += 1;
+        if (record.changed > 0) figures.pausesWithUncommittedRows += 1;
+        figures.uncommittedRowsAtKill += record.changed;
         break;
       }
       await sleep(1);

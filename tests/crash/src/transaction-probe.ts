@@ -11,7 +11,9 @@
  *   appending the transaction's frames to the WAL and syncing them (and checkpointing, when one
  *   is due);
  * - `paused` (on request): the worker stopped inside its transaction, all statements executed,
- *   `COMMIT` not yet called, and waits (at most `maxPauseMs`) to be killed;
+ *   `COMMIT` not yet called, and waits (at most `maxPauseMs`) to be killed; the record also holds
+ *   how many rows the transaction changed (`total_changes()` now minus at its BEGIN), none of
+ *   them committed;
  * - `outside` otherwise.
  *
  * Nothing of the store is replaced: the wrapper calls the real `exec` with the same SQL. A SIGKILL
@@ -44,28 +46,33 @@ export function installTransactionProbe(options: {
   const record = Buffer.alloc(RECORD_BYTES);
   let begun = 0;
   let pauseArmed = false;
-  const write = (state: TransactionState) => {
+  /** total_changes() at the BEGIN of the open transaction, read only while a pause is armed. */
+  let changesAtBegin: number | null = null;
+  const write = (state: TransactionState, changed = 0) => {
     record.fill(0x20);
-    record.write(`${codes[state]} ${begun}`, "latin1");
+    record.write(`${codes[state]} ${begun} ${changed}`, "latin1");
     writeSync(fd, record, 0, RECORD_BYTES, 0);
   };
   write("outside");
   const waitCell = new Int32Array(new SharedArrayBuffer(4));
   const original = DatabaseSync.prototype.exec;
   const ignore = options.ignore ?? (() => false);
+  const totalChanges = (db: DatabaseSync) => Number((db.prepare("SELECT total_changes() AS n").get() as { n: number }).n);
   DatabaseSync.prototype.exec = function exec(this: DatabaseSync, sql: string): void {
     if (ignore(this)) return original.call(this, sql);
     const statement = sql.trim().toUpperCase();
     if (statement === "BEGIN IMMEDIATE" || statement === "BEGIN") {
       original.call(this, sql);
       begun += 1;
+      changesAtBegin = pauseArmed ? totalChanges(this) : null;
       write("open");
       return;
     }
     if (statement === "COMMIT" || statement === "ROLLBACK") {
-      if (statement === "COMMIT" && pauseArmed) {
+      // A pause asked for after this transaction began waits for the next one (its BEGIN count is needed).
+      if (statement === "COMMIT" && pauseArmed && changesAtBegin !== null) {
         pauseArmed = false;
-        write("paused");
+        write("paused", totalChanges(this) - changesAtBegin);
         // Blocks this process (and only it) inside its open transaction, holding the write lock.
         Atomics.wait(waitCell, 0, 0, options.maxPauseMs);
       }
@@ -88,8 +95,11 @@ export function installTransactionProbe(options: {
   };
 }
 
-/** The state a worker's record says, with its count of transactions begun; null if unreadable. */
-export function readTransactionState(stateFile: string): { state: TransactionState; begun: number } | null {
+/**
+ * The state a worker's record says, with its count of transactions begun and (when paused) the
+ * rows its open transaction changed; null if unreadable.
+ */
+export function readTransactionState(stateFile: string): { state: TransactionState; begun: number; changed: number } | null {
   let text: string;
   try {
     text = readFileSync(stateFile, "latin1");
@@ -98,5 +108,6 @@ export function readTransactionState(stateFile: string): { state: TransactionSta
   }
   const state = states[text[0] ?? ""];
   if (!state) return null;
-  return { state, begun: Number.parseInt(text.slice(2), 10) || 0 };
+  const [, begun, changed] = text.trim().split(/\s+/);
+  return { state, begun: Number(begun) || 0, changed: Number(changed) || 0 };
 }

@@ -1,6 +1,7 @@
 /**
  * The soak script as a user runs it (built JavaScript, its own process): a tiny run on the test
- * server prints the counts and exits 0; a mistyped flag exits non-zero before doing anything.
+ * server, and one on a SQLite file, print the counts and exit 0; a mistyped flag exits non-zero
+ * before doing anything.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -36,6 +37,15 @@ describe("the soak script", () => {
     expect(output).toMatch(/sessions 12\/12, turns \d+ completed \+ \d+ failed of \d+/);
     expect(output).toMatch(/kills [12] \(/);
     expect(output).toContain("invariants: all hold");
+    expect(code).toBe(0);
+  }, 100_000);
+
+  it("runs a small soak on one SQLite file and checks the file's integrity", async () => {
+    const { code, output } = await run(["--", "--store", "sqlite", "--sessions", "12", "--workers", "2", "--kills", "3", "--minutes", "0.05"], 90_000);
+    expect(output).toMatch(/sessions 12\/12, turns \d+ completed \+ \d+ failed of \d+/);
+    expect(output).toMatch(/kills [123] \(/);
+    expect(output).toContain("invariants: all hold");
+    expect(output).toContain("PRAGMA integrity_check: ok");
     expect(code).toBe(0);
   }, 100_000);
 

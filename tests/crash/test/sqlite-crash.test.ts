@@ -52,6 +52,8 @@ describe("worker processes on one SQLite file, killed with SIGKILL", () => {
     const diedIn = result.store.figures.killsDiedIn;
     expect(diedIn.paused ?? 0).toBe(result.store.figures.pausesReached);
     expect(result.store.figures.pausesReached).toBeGreaterThan(0);
+    // A paused worker died holding rows its transaction had changed and not committed.
+    expect(result.store.figures.pausesWithUncommittedRows).toBeGreaterThan(0);
     expect((diedIn.paused ?? 0) + (diedIn.open ?? 0) + (diedIn.committing ?? 0)).toBeGreaterThanOrEqual(3);
     expect(result.counts.approvalsSent).toBeGreaterThan(0);
     expect(result.counts.rejectionsSent).toBeGreaterThan(0);
