@@ -6,7 +6,7 @@ import type { RawStoreReader } from "@durable-agents/core/conformance";
  * conformance suite. `close` gives the connection back.
  */
 export function sqliteRawReader(path: string): RawStoreReader & { close(): void } {
-  const db = new DatabaseSync(path, { readOnly: true });
+  const db = new DatabaseSync(path, { readOnly: true, timeout: 5_000 });
   const all = (sql: string, ...params: string[]) => db.prepare(sql).all(...params) as Record<string, unknown>[];
   return {
     async session(sessionId) {
