@@ -18,8 +18,12 @@ export const migrations: readonly Migration[] = [
     version: 1,
     name: "sessions, history, events, inbox and signals",
     sql: `
+-- A rowid table, so a head of up to about 4 KB stays on the row's own page: in a WITHOUT ROWID
+-- table anything past about 1 KB would go to an overflow page that every commit frees and takes
+-- again (two more pages written per commit).
 CREATE TABLE sessions (
-  session_id TEXT PRIMARY KEY,
+  id INTEGER PRIMARY KEY,
+  session_id TEXT NOT NULL UNIQUE,
   agent TEXT NOT NULL,
   head TEXT NOT NULL,
   version INTEGER NOT NULL,
@@ -33,7 +37,7 @@ CREATE TABLE sessions (
   history_length INTEGER NOT NULL DEFAULT 0,
   created_at INTEGER NOT NULL,
   touched_at INTEGER NOT NULL
-) WITHOUT ROWID;
+);
 
 -- Only sessions with work are in this index, so finding one costs the same however many idle
 -- sessions the file holds. The lease query repeats the predicate word for word.

@@ -45,11 +45,24 @@ export interface SqliteStoreOptions {
   readonly now?: () => number;
 }
 
+/** The columns a commit reads before it writes. */
+interface StoredRow {
+  id: number;
+  version: number;
+  fence: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  runnable: number;
+  inbox_cursor: number;
+  history_length: number;
+  last_event_seq: number;
+}
+
 /** Stores of this process, by file: a write wakes every store on the same file at once. */
 const openStores = new Map<string, Set<SqliteStore>>();
 
 /** How long the SQLite call itself waits for a lock before the store waits without blocking. */
-const SYNC_BUSY_MS = 10;
+const SYNC_BUSY_MS = 0;
 
 /**
  * The embedded durable store: every session in one SQLite file, through Node's built-in
@@ -138,23 +151,33 @@ export class SqliteStore implements SessionStore {
     const head = commit.head;
     const result = await this.write(() => {
       const now = this.now();
-      const row = this.statements.commit.get(
-        head === undefined ? null : JSON.stringify(head),
-        head === undefined ? 0 : 1,
-        head === undefined ? null : commit.runnable ? 1 : 0,
-        head === undefined ? null : head.inboxCursor,
-        history.length,
-        events.length,
-        commit.sessionId,
-        commit.fence,
-        now,
-        commit.expectedVersion,
-      ) as { version: number; history_length: number; last_event_seq: number } | undefined;
-      if (!row) throw this.refusal(commit, now);
-      const firstPosition = row.history_length - history.length;
-      history.forEach((item, i) => this.statements.insertHistory.run(commit.sessionId, firstPosition + i, JSON.stringify(item)));
-      this.insertEvents(commit.sessionId, row.last_event_seq - events.length, events, now);
-      return { version: row.version, lastEventSeq: row.last_event_seq };
+      const row = this.statements.commitRead.get(commit.sessionId) as StoredRow | undefined;
+      if (!row) throw new SessionNotFoundError(commit.sessionId);
+      if (row.fence !== commit.fence || row.lease_owner === null || (row.lease_expires_at ?? 0) <= now) {
+        throw new LeaseLostError(commit.sessionId, commit.fence);
+      }
+      if (row.version !== commit.expectedVersion) {
+        throw new VersionConflictError(commit.sessionId, commit.expectedVersion, row.version);
+      }
+      if (head === undefined) {
+        this.statements.commitEvents.run(events.length, row.id);
+      } else {
+        const runnable = commit.runnable ? 1 : 0;
+        const text = JSON.stringify(head);
+        if (runnable === row.runnable && head.inboxCursor === row.inbox_cursor) {
+          this.statements.commitHead.run(text, history.length, events.length, row.id);
+        } else {
+          this.statements.commitHeadAndWork.run(text, runnable, head.inboxCursor, history.length, events.length, row.id);
+        }
+        history.forEach((item, i) =>
+          this.statements.insertHistory.run(commit.sessionId, row.history_length + i, JSON.stringify(item)),
+        );
+      }
+      this.insertEvents(commit.sessionId, row.last_event_seq, events, now);
+      return {
+        version: head === undefined ? row.version : row.version + 1,
+        lastEventSeq: row.last_event_seq + events.length,
+      };
     });
     if (events.length > 0) this.notify({ kind: "events", sessionId: commit.sessionId });
     return result;
@@ -275,16 +298,6 @@ export class SqliteStore implements SessionStore {
     events.forEach((event, i) =>
       this.statements.insertEvent.run(sessionId, lastSeq + i + 1, at, event.type, JSON.stringify(event.data)),
     );
-  }
-
-  /** Why a commit changed nothing: no session, a lost lease, or a moved version (checked in that order). */
-  private refusal(commit: Commit, now: number): Error {
-    const row = this.statements.commitDiagnosis.get(commit.fence, now, commit.sessionId) as
-      | { version: number; lease_held: number }
-      | undefined;
-    if (!row) return new SessionNotFoundError(commit.sessionId);
-    if (!row.lease_held) return new LeaseLostError(commit.sessionId, commit.fence);
-    return new VersionConflictError(commit.sessionId, commit.expectedVersion, row.version);
   }
 
   /**

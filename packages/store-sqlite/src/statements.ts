@@ -10,21 +10,23 @@ INSERT INTO sessions (session_id, agent, head, version, inbox_cursor, last_event
 VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO NOTHING`,
   loadSession: "SELECT head, version, last_event_seq FROM sessions WHERE session_id = ?",
   readHistory: "SELECT item FROM history WHERE session_id = ? AND position >= ? ORDER BY position",
-  // ? head or null, ? head given (0/1), ? runnable or null, ? inbox cursor or null, ? history count,
-  // ? event count, ? id, ? fence, ? now, ? expected version
-  commit: `
-UPDATE sessions SET
-  head = COALESCE(?, head),
-  version = version + ?,
-  runnable = COALESCE(?, runnable),
-  inbox_cursor = COALESCE(?, inbox_cursor),
-  history_length = history_length + ?,
-  last_event_seq = last_event_seq + ?
-WHERE session_id = ? AND fence = ? AND lease_owner IS NOT NULL AND lease_expires_at > ? AND version = ?
-RETURNING version, history_length, last_event_seq`,
-  commitDiagnosis: `
-SELECT version, (fence = ? AND lease_owner IS NOT NULL AND lease_expires_at > ?) AS lease_held
+  // The commit reads the row it is about to change, checks lease and version itself, and then
+  // sets only the columns that change: a column of the work index (runnable, inbox_cursor) that is
+  // in the SET list makes SQLite rewrite the index entry, one more page per commit.
+  commitRead: `
+SELECT id, version, fence, lease_owner, lease_expires_at, runnable, inbox_cursor, history_length, last_event_seq
 FROM sessions WHERE session_id = ?`,
+  // ? event count, ? id
+  commitEvents: "UPDATE sessions SET last_event_seq = last_event_seq + ? WHERE id = ?",
+  // ? head, ? history count, ? event count, ? id
+  commitHead: `
+UPDATE sessions SET head = ?, version = version + 1, history_length = history_length + ?, last_event_seq = last_event_seq + ?
+WHERE id = ?`,
+  // ? head, ? runnable, ? inbox cursor, ? history count, ? event count, ? id
+  commitHeadAndWork: `
+UPDATE sessions SET head = ?, version = version + 1, runnable = ?, inbox_cursor = ?,
+  history_length = history_length + ?, last_event_seq = last_event_seq + ?
+WHERE id = ?`,
   insertHistory: "INSERT INTO history (session_id, position, item) VALUES (?, ?, ?)",
   insertEvent: "INSERT INTO events (session_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)",
   findDuplicate: "SELECT seq FROM inbox WHERE session_id = ? AND dedupe_key = ?",
