@@ -198,11 +198,14 @@ async function main(): Promise<number> {
   } catch (error) {
     const reason: unknown = stop.signal.aborted ? stop.signal.reason : undefined;
     if (reason instanceof StoppedByUser) {
+      // Exit code 0: the user asked for the stop, and the session is kept (pnpm would report any
+      // other code as a failed script).
       renderer.line("");
-      if (sessionId === null) renderer.line(`stopped (${reason.signal})`);
-      else if (storeChoice.kind === "memory") renderer.line(`stopped (${reason.signal}); session ${sessionId} was in memory and is gone`);
-      else renderer.line(`stopped (${reason.signal}); session ${sessionId} is kept in ${opened.description}: run the demo again to continue it`);
-      return 130;
+      const how = reason.signal === "SIGINT" ? "Ctrl-C" : reason.signal;
+      if (sessionId === null) renderer.line(`stopped (${how})`);
+      else if (storeChoice.kind === "memory") renderer.line(`stopped (${how}); session ${sessionId} was in memory and is gone`);
+      else renderer.line(`stopped (${how}); session ${sessionId} is kept in ${opened.description}: run the demo again to continue it`);
+      return 0;
     }
     if (timeout?.aborted) throw new Error(`gave up after ${timeoutSeconds} s (--timeout)`);
     throw error;

@@ -49,10 +49,13 @@ async function main(): Promise<void> {
     await listening.close();
     await runtime.stop();
     await opened.close();
+    console.log("stopped: steps in flight finished, store closed");
     process.exit(0);
   };
-  process.once("SIGINT", () => void shutdown("SIGINT"));
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  // \`on\`, not \`once\`: the Agents SDK's tracing also listens for these signals and exits the process
+  // at once when it is the only listener left, which would cut the graceful stop short.
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
 }
 
 main().catch((error: unknown) => {

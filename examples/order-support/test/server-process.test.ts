@@ -91,5 +91,7 @@ describe("pnpm serve (server-main) as a child process", () => {
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
     expect(output).toContain("SIGTERM: stopping");
+    // The whole graceful stop ran (the Agents SDK's own signal handler once cut it short).
+    expect(output).toContain("stopped: steps in flight finished, store closed");
   });
 });

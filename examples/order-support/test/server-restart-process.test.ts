@@ -134,6 +134,7 @@ describe("pnpm serve restarted on the same ORDER_SUPPORT_DB", () => {
     expect(deskCalls(db)).toEqual(["1002 cancelled"]);
 
     expect((await second.child.kill("SIGTERM")).code).toBe(0);
+    expect(second.child.stdout()).toContain("stopped: steps in flight finished, store closed");
   });
 
   it("stops at start with a message for a bad store choice: an unknown kind, DATABASE_URL, a file that is not a store", async () => {
