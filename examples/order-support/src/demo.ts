@@ -110,7 +110,7 @@ async function main(): Promise<number> {
   else decide = approveAutomatically("approved automatically (stdin is not a TTY)");
 
   const setup = orderSupportSetupFromEnv(framework, process.env);
-  const opened = openOrderSupportStore(storeChoice);
+  const opened = await openOrderSupportStore(storeChoice);
   const live = process.stdout.isTTY === true;
   const renderer = new ProgressRenderer({ write: (text) => process.stdout.write(text) }, {
     live,

@@ -7,8 +7,10 @@
  *                     `.durable-agents/<demo|server>.db` in this example's folder.
  *   memory            sessions and desk in the process (`@durable-agents/store-memory`), gone when
  *                     it ends.
- *   postgres          chosen by `DATABASE_URL` for the server; refused for now, because this example
- *                     does not depend on `@durable-agents/store-postgres`.
+ *   postgres          sessions in PostgreSQL (`@durable-agents/store-postgres`), chosen by
+ *                     `DATABASE_URL` for the server (or `ORDER_SUPPORT_STORE=postgres` with it); the
+ *                     schema is migrated at start. The order desk is then in the process: it stands
+ *                     for the shop's own system, which a real deployment has elsewhere.
  *
  * The kind comes from `--store` (demo) or `ORDER_SUPPORT_STORE`; anything else is refused.
  */
@@ -17,16 +19,19 @@ import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 
 import { fileURLToPath } from "node:url";
 import type { SessionStore } from "@durable-agents/core";
 import { MemoryStore } from "@durable-agents/store-memory";
+import { PostgresStore, migrate } from "@durable-agents/store-postgres";
+import pg from "pg";
 import { SqliteStore } from "@durable-agents/store-sqlite";
 import { OrderDesk } from "./order-desk.js";
 
-export const orderSupportStoreKinds = ["sqlite", "memory"] as const;
+export const orderSupportStoreKinds = ["sqlite", "memory", "postgres"] as const;
 export type OrderSupportStoreKind = (typeof orderSupportStoreKinds)[number];
 
 export type OrderSupportProgram = "demo" | "server";
 
 export type StoreChoice =
   | { readonly kind: "memory" }
+  | { readonly kind: "postgres"; readonly databaseUrl: string }
   | {
       readonly kind: "sqlite";
       /** The session file, absolute. */
@@ -35,7 +40,7 @@ export type StoreChoice =
       readonly isDefault: boolean;
     };
 
-/** A store choice that cannot work: an unknown kind, PostgreSQL, a folder that does not exist. */
+/** A store choice that cannot work: an unknown kind, PostgreSQL without a URL, a folder that does not exist. */
 export class StoreChoiceError extends Error {
   override readonly name = "StoreChoiceError";
 }
@@ -78,19 +83,17 @@ export function chooseOrderSupportStore(input: StoreChoiceInput): StoreChoice {
   const named = (fromFlag ? input.flag : env.ORDER_SUPPORT_STORE)?.trim() ?? "";
   const databaseUrl = env.DATABASE_URL?.trim() ?? "";
   const kind = named !== "" ? named : program === "server" && databaseUrl !== "" ? "postgres" : "sqlite";
+  // The demo runs on one machine: PostgreSQL is for the server.
+  const kinds: readonly string[] = program === "server" ? orderSupportStoreKinds : ["sqlite", "memory"];
+  if (!kinds.includes(kind)) throw new StoreChoiceError(`${source} must be one of ${kinds.join(", ")}, not "${kind}"`);
   if (kind === "postgres") {
-    throw new StoreChoiceError(
-      `${named !== "" ? `${source}=postgres` : "DATABASE_URL is set, which"} asks for the PostgreSQL store, but this example does not include it ` +
-        `(@durable-agents/store-postgres is not one of its dependencies). Unset DATABASE_URL, or set ORDER_SUPPORT_STORE=sqlite or memory.`,
-    );
+    if (databaseUrl === "") throw new StoreChoiceError(`${source}=postgres needs DATABASE_URL, the PostgreSQL connection string`);
+    return { kind, databaseUrl };
   }
   if (kind === "memory") return { kind };
-  if (kind !== "sqlite") {
-    throw new StoreChoiceError(`${source} must be one of ${orderSupportStoreKinds.join(", ")}, not "${kind}"`);
-  }
   const file = env.ORDER_SUPPORT_DB?.trim() ?? "";
-  if (file === "") return { kind, path: defaultStoreFile(program), isDefault: true };
-  return { kind, path: resolve(userCwd(env), file), isDefault: false };
+  if (file === "") return { kind: "sqlite", path: defaultStoreFile(program), isDefault: true };
+  return { kind: "sqlite", path: resolve(userCwd(env), file), isDefault: false };
 }
 
 /** A file next to the session file: `<dir>/<name without .db>.<suffix>`. */
@@ -116,11 +119,13 @@ export interface OpenedStore {
 }
 
 /**
- * Opens the chosen store and its desk. Throws `StoreChoiceError` for a missing folder, core's
+ * Opens the chosen store and its desk. Throws `StoreChoiceError` for a missing folder or a database
+ * that cannot be reached, core's
  * `StoreOpenError` for a session file that is not a store, `OrderDeskOpenError` for a desk file that
  * is not a desk; a file that is refused is left as it was.
  */
-export function openOrderSupportStore(choice: StoreChoice, env: Env = process.env): OpenedStore {
+export async function openOrderSupportStore(choice: StoreChoice, env: Env = process.env): Promise<OpenedStore> {
+  if (choice.kind === "postgres") return openPostgres(choice.databaseUrl);
   if (choice.kind === "memory") {
     const store = new MemoryStore();
     const desk = new OrderDesk();
@@ -164,4 +169,30 @@ export function openOrderSupportStore(choice: StoreChoice, env: Env = process.en
 export function displayPath(path: string, env: Env = process.env): string {
   const shown = relative(userCwd(env), path);
   return shown === "" || shown.startsWith("..") || isAbsolute(shown) ? path : shown;
+}
+
+async function openPostgres(databaseUrl: string): Promise<OpenedStore> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  pool.on("error", (error) => console.error("an idle PostgreSQL connection was lost:", error.message));
+  try {
+    await migrate(pool);
+  } catch (error) {
+    await pool.end();
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new StoreChoiceError(`DATABASE_URL: the PostgreSQL store could not be opened (${reason})`);
+  }
+  const store = new PostgresStore({ pool });
+  const desk = new OrderDesk();
+  const url = new URL(databaseUrl);
+  return {
+    choice: { kind: "postgres", databaseUrl },
+    store,
+    desk,
+    description: `postgres ${url.host}${url.pathname}`,
+    async close() {
+      await store.close();
+      await pool.end();
+      desk.close();
+    },
+  };
 }

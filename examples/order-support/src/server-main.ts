@@ -4,7 +4,7 @@
  *
  *   ORDER_SUPPORT_DB           the session file (default: .durable-agents/server.db in this example's folder)
  *   ORDER_SUPPORT_STORE        sqlite (default) or memory
- *   DATABASE_URL               asks for PostgreSQL: refused, this example does not include that store
+ *   DATABASE_URL               keeps the sessions in PostgreSQL instead (the schema is migrated at start)
  *   PORT                       default 8080
  *   HOST                       default 127.0.0.1
  *   ORDER_SUPPORT_SESSION_KEY  signs session tokens (default: a random key per start)
@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const setup = orderSupportSetupFromEnv(framework, process.env);
   const key = process.env.ORDER_SUPPORT_SESSION_KEY;
   const tokens = new SessionTokens(key === undefined || key === "" ? undefined : key);
-  const opened = openOrderSupportStore(chooseOrderSupportStore({ env: process.env, program: "server" }));
+  const opened = await openOrderSupportStore(chooseOrderSupportStore({ env: process.env, program: "server" }));
   const runtime = startOrderSupportRuntime({ session: setup.createSession, store: opened.store, desk: opened.desk });
   const app = createOrderSupportServer({ client: runtime.client, agent: orderSupportAgentName, tokens });
   let listening;

@@ -40,16 +40,22 @@ describe("the store choice", () => {
     });
   });
 
-  it("lets --store win over ORDER_SUPPORT_STORE, and refuses unknown kinds and PostgreSQL by name", () => {
+  it("lets --store win over ORDER_SUPPORT_STORE, and refuses unknown kinds and PostgreSQL without a URL or for the demo", () => {
     expect(chooseOrderSupportStore({ flag: "memory", env: { ORDER_SUPPORT_STORE: "sqlite" }, program: "demo" })).toEqual({ kind: "memory" });
     expect(chooseOrderSupportStore({ env: { ORDER_SUPPORT_STORE: "memory" }, program: "server" })).toEqual({ kind: "memory" });
     expect(() => chooseOrderSupportStore({ flag: "mongo", env: {}, program: "demo" })).toThrow('--store must be one of sqlite, memory, not "mongo"');
-    expect(() => chooseOrderSupportStore({ env: { ORDER_SUPPORT_STORE: "postgres" }, program: "server" })).toThrow(StoreChoiceError);
+    expect(() => chooseOrderSupportStore({ env: { ORDER_SUPPORT_STORE: "postgres" }, program: "server" })).toThrow(/needs DATABASE_URL/);
+    expect(() => chooseOrderSupportStore({ flag: "postgres", env: { DATABASE_URL: "postgres://h/db" }, program: "demo" })).toThrow(
+      '--store must be one of sqlite, memory, not "postgres"',
+    );
+    expect(() => chooseOrderSupportStore({ env: { ORDER_SUPPORT_STORE: "redis" }, program: "server" })).toThrow(
+      'ORDER_SUPPORT_STORE must be one of sqlite, memory, postgres, not "redis"',
+    );
   });
 
   it("reads DATABASE_URL for the server only, and ORDER_SUPPORT_STORE=sqlite overrides it", () => {
     const env = { DATABASE_URL: "postgres://localhost/db" };
-    expect(() => chooseOrderSupportStore({ env, program: "server" })).toThrow(/DATABASE_URL is set, which asks for the PostgreSQL store/);
+    expect(chooseOrderSupportStore({ env, program: "server" })).toEqual({ kind: "postgres", databaseUrl: "postgres://localhost/db" });
     expect(chooseOrderSupportStore({ env: { ...env, ORDER_SUPPORT_STORE: "sqlite" }, program: "server" })).toMatchObject({ kind: "sqlite" });
     expect(chooseOrderSupportStore({ env, program: "demo" })).toMatchObject({ kind: "sqlite" });
   });
@@ -65,7 +71,7 @@ describe("opening the chosen store", () => {
   it("opens the SQLite store and its desk, and refuses a missing folder without creating it", async () => {
     const temp = tempStoreDir("order-support-store-");
     temps.push(temp);
-    const opened = openOrderSupportStore({ kind: "sqlite", path: temp.file("s.db"), isDefault: false });
+    const opened = await openOrderSupportStore({ kind: "sqlite", path: temp.file("s.db"), isDefault: false });
     try {
       expect(opened.store).toBeInstanceOf(SqliteStore);
       expect(opened.desk.path).toBe(temp.file("s.desk.db"));
@@ -73,20 +79,20 @@ describe("opening the chosen store", () => {
       await opened.close();
     }
     const missing = join(temp.dir, "no", "such", "s.db");
-    expect(() => openOrderSupportStore({ kind: "sqlite", path: missing, isDefault: false })).toThrow(StoreChoiceError);
+    await expect(openOrderSupportStore({ kind: "sqlite", path: missing, isDefault: false })).rejects.toThrow(StoreChoiceError);
     expect(existsSync(join(temp.dir, "no"))).toBe(false);
     // A default file's folder is created.
-    const made = openOrderSupportStore({ kind: "sqlite", path: join(temp.dir, "made", "s.db"), isDefault: true });
+    const made = await openOrderSupportStore({ kind: "sqlite", path: join(temp.dir, "made", "s.db"), isDefault: true });
     await made.close();
     expect(existsSync(join(temp.dir, "made", "s.desk.db"))).toBe(true);
   });
 
-  it("passes on the store's refusal of a folder given as the file", () => {
+  it("passes on the store's refusal of a folder given as the file", async () => {
     const temp = tempStoreDir("order-support-store-");
     temps.push(temp);
     let caught: unknown;
     try {
-      openOrderSupportStore({ kind: "sqlite", path: temp.dir, isDefault: false });
+      await openOrderSupportStore({ kind: "sqlite", path: temp.dir, isDefault: false });
     } catch (error) {
       caught = error;
     }

@@ -137,16 +137,16 @@ describe("pnpm serve restarted on the same ORDER_SUPPORT_DB", () => {
     expect(second.child.stdout()).toContain("stopped: steps in flight finished, store closed");
   });
 
-  it("stops at start with a message for a bad store choice: an unknown kind, DATABASE_URL, a file that is not a store", async () => {
+  it("stops at start with a message for a bad store choice: an unknown kind, postgres without DATABASE_URL, a file that is not a store", async () => {
     temp = tempStoreDir("order-support-server-");
     const db = temp.file("server.db");
     const unknown = await runToEnd(serverScript, [], { PORT: "0", ORDER_SUPPORT_DB: db, ORDER_SUPPORT_STORE: "redis" });
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toBe('ORDER_SUPPORT_STORE must be one of sqlite, memory, not "redis"\n');
+    expect(unknown.stderr).toBe('ORDER_SUPPORT_STORE must be one of sqlite, memory, postgres, not "redis"\n');
 
-    const postgres = await runToEnd(serverScript, [], { PORT: "0", ORDER_SUPPORT_DB: db, DATABASE_URL: "postgres://localhost/orders" });
+    const postgres = await runToEnd(serverScript, [], { PORT: "0", ORDER_SUPPORT_DB: db, ORDER_SUPPORT_STORE: "postgres", DATABASE_URL: "" });
     expect(postgres.code).toBe(1);
-    expect(postgres.stderr).toContain("DATABASE_URL is set, which asks for the PostgreSQL store, but this example does not include it");
+    expect(postgres.stderr).toBe("ORDER_SUPPORT_STORE=postgres needs DATABASE_URL, the PostgreSQL connection string\n");
 
     const { readFileSync } = await import("node:fs");
     const { DatabaseSync } = await import("node:sqlite");
