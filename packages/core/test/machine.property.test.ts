@@ -90,6 +90,10 @@ const garbage: unknown[] = [
   { type: "inbox", item: { seq: 1_000_000, kind: "message", text: "no item", messageId: null } },
   { type: "model_completed", turnId: "turn-1", modelStep: 1, attempt: 1, result: null },
   { type: "call_finished", turnId: "turn-1", toolCallId: "r1-id0", attempt: 1, outcome: null },
+  { type: "inbox" },
+  { type: "recover" },
+  { type: "model_completed" },
+  { type: "call_attempt_failed" },
 ];
 
 function deepFreeze<T>(value: T): T {
@@ -198,7 +202,7 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
     if (inputs.length > 1) count(stats, "batch");
     for (const e of t.events) count(stats, e.type === "tool_call_completed" ? `outcome:${e.data.status}` : `event:${e.type}`);
     for (const step of t.due.steps) count(stats, `launch:${step.kind}`);
-    if (inputs.length > 1) for (const i of inputs) if (i?.type === "inbox") appliedSeqs.add(i.item.seq);
+    if (inputs.length > 1) for (const i of inputs) if (i?.type === "inbox" && i.item) appliedSeqs.add(i.item.seq);
     delivered.push(...inputs.filter((i) => i && (i.type === "model_completed" || i.type.startsWith("call") || i.type === "model_attempt_failed")));
     head = deepFreeze(t.head);
   };

@@ -13,6 +13,7 @@ type Input<T extends MachineInput["type"]> = Extract<MachineInput, { type: T }>;
 /** A message starts a turn or is queued; a decision resolves its interrupt. Each entry is applied once, in order. */
 export function onInbox(draft: Draft, input: Input<"inbox">): Handled {
   const { item, userItem } = input;
+  if (typeof item !== "object" || item === null || !Number.isInteger(item.seq)) return "the inbox entry has no sequence number";
   if (!(item.seq > draft.head.inboxCursor)) return `inbox entry ${item.seq} is at or before the cursor ${draft.head.inboxCursor}`;
   if (item.kind === "message" && !userItem) return `inbox message ${item.seq} comes without its user item`;
   const kind: unknown = item.kind;
@@ -55,6 +56,7 @@ export function onInbox(draft: Draft, input: Input<"inbox">): Handled {
  * due again (its start is not an attempt); calls follow the policy table's crash column.
  */
 export function onRecover(draft: Draft, input: Input<"recover">): Handled {
+  if (!Number.isInteger(input.fence)) return "a recovery names the fence of its lease";
   // Fits every state: with no turn running there is nothing to recover.
   const turn = draft.activeTurn();
   if (!turn) return null;
