@@ -14,10 +14,10 @@
 import { Draft } from "./machine/draft.js";
 import { onModelAttemptFailed, onModelCompleted } from "./machine/model-inputs.js";
 import { startReadySteps } from "./machine/plan.js";
-import { onInbox, onRecover, onTick, type Handled } from "./machine/session-inputs.js";
+import { onInbox, onRecover, onTick } from "./machine/session-inputs.js";
 import { currentCalls, deriveStatus, isTurnActive, nextDueAt, sameData } from "./machine/state.js";
 import { onCallAttemptFailed, onCallFinished } from "./machine/tool-inputs.js";
-import type { ApplyContext, DueStep, MachineInput, Transition } from "./machine/types.js";
+import type { ApplyContext, DueStep, Handled, MachineInput, Transition } from "./machine/types.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
 
 export {

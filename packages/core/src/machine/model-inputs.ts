@@ -5,8 +5,7 @@ import type { RequestedToolCall, RunModelResult } from "../runner.js";
 import { addUsage, type Interrupt, type ToolCallRecord, type Turn } from "../schemas.js";
 import { describeOutcome } from "../outcome-text.js";
 import type { Draft } from "./draft.js";
-import type { Handled } from "./session-inputs.js";
-import type { ApplyContext, MachineConfig, MachineInput, PlannedCall } from "./types.js";
+import type { ApplyContext, Handled, MachineConfig, MachineInput, PlannedCall } from "./types.js";
 
 type Input<T extends MachineInput["type"]> = Extract<MachineInput, { type: T }>;
 

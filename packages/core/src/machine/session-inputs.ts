@@ -3,10 +3,7 @@ import { policyTable } from "../policy.js";
 import type { ToolCallRecord } from "../schemas.js";
 import type { Draft } from "./draft.js";
 import { currentCalls } from "./state.js";
-import type { MachineInput } from "./types.js";
-
-/** What a handler answers: null when it applied its input, else why the input does not fit the state. */
-export type Handled = string | null;
+import type { Handled, MachineInput } from "./types.js";
 
 type Input<T extends MachineInput["type"]> = Extract<MachineInput, { type: T }>;
 

@@ -3,8 +3,7 @@ import { policyTable } from "../policy.js";
 import { backoffDelay } from "../retry.js";
 import type { ToolCallRecord, Turn } from "../schemas.js";
 import type { Draft } from "./draft.js";
-import type { Handled } from "./session-inputs.js";
-import type { ApplyContext, MachineInput } from "./types.js";
+import type { ApplyContext, Handled, MachineInput } from "./types.js";
 
 type Input<T extends MachineInput["type"]> = Extract<MachineInput, { type: T }>;
 

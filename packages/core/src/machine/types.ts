@@ -61,6 +61,9 @@ export type MachineInput =
 
 export type MachineInputType = MachineInput["type"];
 
+/** What an input handler answers: null when it applied its input, else why the input does not fit the state. */
+export type Handled = string | null;
+
 /** The rules of one agent's sessions (built from a definition by `machineConfig`). */
 export interface MachineConfig {
   /** RunModel steps a turn may take. */
