@@ -4,18 +4,11 @@
  */
 import { InvalidInputError, PolicyError } from "./errors.js";
 import { validatePolicies, type ToolDescription, type ToolPolicies } from "./policy.js";
+import type { MachineConfig } from "./machine.js";
+import { defaultModelRetry, defaultToolBackoff, type BackoffPolicy, type RetryPolicy } from "./retry.js";
 import type { Runner } from "./runner.js";
 
-export interface RetryPolicy {
-  /** Attempts in all, the first included. */
-  readonly maxAttempts: number;
-  readonly initialDelayMs: number;
-  readonly maxDelayMs: number;
-  readonly factor: number;
-}
-
-/** Backoff between tool attempts (the number of attempts comes from the policy table). */
-export type BackoffPolicy = Omit<RetryPolicy, "maxAttempts">;
+export { backoffDelay, defaultModelRetry, defaultToolBackoff, type BackoffPolicy, type RetryPolicy } from "./retry.js";
 
 export interface SessionDefinitionOptions {
   /** The agent name sessions are started with; also what a worker serves. */
@@ -37,9 +30,6 @@ export interface SessionDefinition {
   readonly toolBackoff: BackoffPolicy;
   readonly maxModelSteps: number;
 }
-
-export const defaultModelRetry: RetryPolicy = { maxAttempts: 3, initialDelayMs: 250, maxDelayMs: 10_000, factor: 2 };
-export const defaultToolBackoff: BackoffPolicy = { initialDelayMs: 250, maxDelayMs: 10_000, factor: 2 };
 
 /** Validates the policies against the runner's tools (a typo is a `PolicyError`) and fills defaults. */
 export function defineSession(options: SessionDefinitionOptions): SessionDefinition {
@@ -69,7 +59,14 @@ export function defineSession(options: SessionDefinitionOptions): SessionDefinit
   };
 }
 
-/** The delay before attempt `attempt + 1`, after `attempt` attempts failed. */
-export function backoffDelay(policy: BackoffPolicy, attempt: number): number {
-  return Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** Math.max(0, attempt - 1));
+/** The rules the state machine applies to this definition's sessions: limits, retries, backoff, policies. */
+export function machineConfig(definition: SessionDefinition): MachineConfig {
+  return {
+    maxModelSteps: definition.maxModelSteps,
+    modelRetry: definition.modelRetry,
+    toolBackoff: definition.toolBackoff,
+    tools: definition.tools,
+    policies: definition.policies,
+    failureNote: (text) => definition.runner.userItem("turn_failure_note", text),
+  };
 }

@@ -9,6 +9,7 @@ export {
   defaultModelRetry,
   defaultToolBackoff,
   defineSession,
+  machineConfig,
   type BackoffPolicy,
   type RetryPolicy,
   type SessionDefinition,
@@ -16,6 +17,7 @@ export {
 } from "./definition.js";
 export {
   apply,
+  applyAll,
   currentCalls,
   deriveStatus,
   dueSteps,
@@ -23,11 +25,14 @@ export {
   isTurnActive,
   newSessionHead,
   outcomesForNextModelStep,
+  type ApplyContext,
+  type Due,
   type DueStep,
   type MachineConfig,
   type MachineInput,
   type PlannedCall,
   type Transition,
+  type WaitingStep,
 } from "./machine.js";
 export { defaultRejectionMessage, describeOutcome, describeTurnFailure } from "./outcome-text.js";
 export { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";

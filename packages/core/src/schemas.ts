@@ -104,6 +104,12 @@ export const Turn = z.object({
   /** Failed attempts of the RunModel step that is due now. */
   modelAttempts: z.number().int().nonnegative(),
   modelRetryAt: z.number().nullable(),
+  /**
+   * Whether the RunModel step that is due was started and has no result yet (it is not started
+   * again until its result is applied or a recovery clears this). Heads written before this field
+   * existed load with false.
+   */
+  modelRunning: z.boolean().default(false),
   /** The framework's serialized run state while tool calls are outstanding. */
   runState: z.string().nullable(),
   calls: z.array(ToolCallRecord),

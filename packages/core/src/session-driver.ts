@@ -1,25 +1,25 @@
 /**
- * The engine for one leased session: it feeds the state machine with inbox entries and step
- * results, runs the steps the machine says are due (tool calls of one response in parallel), and
- * commits every transition under the lease. Commits are serialized; a refused commit ends the drive.
+ * The engine for one leased session: a thin loop over the state machine. It recovers the session,
+ * then over and over feeds the machine the results of finished steps and the new inbox entries,
+ * commits the transition under the lease (one commit for whatever was ready at once), and launches
+ * the steps the machine started (the tool calls of one response in parallel). What is ready, what
+ * is in flight, retries and backoff are the machine's rules; the loop waits for the time it names.
+ * Commits are serialized; a refused commit ends the drive.
  */
 import { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
 import { HistoryCache } from "./history-cache.js";
-import { backoffDelay, type SessionDefinition } from "./definition.js";
-import { DurableAgentsError, LeaseLostError, ToolExecutionError, VersionConflictError } from "./errors.js";
+import { machineConfig, type SessionDefinition } from "./definition.js";
+import { LeaseLostError, ToolExecutionError, VersionConflictError } from "./errors.js";
 import {
-  apply,
+  applyAll,
   currentCalls,
-  dueSteps,
   isRunnable,
   outcomesForNextModelStep,
   type DueStep,
   type MachineConfig,
   type MachineInput,
-  type PlannedCall,
 } from "./machine.js";
-import { resolveCallPolicy } from "./policy.js";
-import type { CallToolResult, RunModelResult } from "./runner.js";
+import type { RunModelResult } from "./runner.js";
 import { parseSessionHead, type EventBody, type HistoryItem, type SessionHead } from "./schemas.js";
 import type { Lease, SessionStore } from "./store.js";
 import { runInToolCall } from "./tool-context.js";
@@ -44,23 +44,22 @@ export type DriveEnd = "idle" | "stopped" | "lost" | "missing";
 const errorText = (error: unknown): string =>
   error instanceof Error ? error.message || error.name : typeof error === "string" ? error : JSON.stringify(error);
 
-function isCallToolResult(value: unknown): value is CallToolResult {
-  if (typeof value !== "object" || value === null) return false;
-  const r = value as Record<string, unknown>;
-  return (r.status === "succeeded" && typeof r.output === "string") || (r.status === "failed" && typeof r.message === "string");
-}
-
 export async function driveSession(options: DriveOptions): Promise<DriveEnd> {
   return new SessionDriver(options).run();
 }
+
+/** A finished step: its result for the machine, and the deltas still buffered when it ended (null: it failed unexpectedly). */
+type Completion = { readonly input: MachineInput; readonly events: readonly EventBody[] } | null;
 
 class SessionDriver {
   private head!: SessionHead;
   private version = 0;
   private history: HistoryItem[] | null = null;
-  private readonly inflight = new Map<string, Promise<void>>();
-  /** Finished steps whose results are not applied yet; a step stays in `inflight` until the loop takes them. */
-  private readonly completions: { key: string; input: MachineInput | null; events?: EventBody[] }[] = [];
+  /** Steps launched whose completion the loop has not taken yet. */
+  private running = 0;
+  private readonly completions: Completion[] = [];
+  /** When the machine says the next step that is not started falls due. */
+  private nextAt: number | null = null;
   /** Whether the inbox may hold entries not applied yet (set by notifications and poll timeouts). */
   private inboxDirty = true;
   private wakeUp: (() => void) | null = null;
@@ -75,10 +74,7 @@ class SessionDriver {
     this.store = options.store;
     this.definition = options.definition;
     this.sessionId = options.lease.sessionId;
-    this.config = {
-      maxModelSteps: options.definition.maxModelSteps,
-      failureNote: (text) => options.definition.runner.userItem("turn_failure_note", text),
-    };
+    this.config = machineConfig(options.definition);
   }
 
   async run(): Promise<DriveEnd> {
@@ -109,49 +105,34 @@ class SessionDriver {
     return this.lost || this.options.signal.aborted || LeaseLostError.isInstance(error) || VersionConflictError.isInstance(error);
   }
 
-  /**
-   * One iteration: apply every finished step, every new inbox entry and the start of every tool call
-   * that is ready, in memory, then commit them together (one commit), then launch what is due.
-   */
+  /** Recover, then: take finished steps and new inbox entries, apply and commit them, launch what the machine started, wait. */
   private async loop(): Promise<DriveEnd> {
-    await this.commitInputs([{ input: { type: "recover", fence: this.options.lease.fence } }]);
+    await this.advance([{ type: "recover", fence: this.options.lease.fence }], [], false);
     for (;;) {
       if (this.options.signal.aborted || this.lost) return "lost";
       const stopping = this.options.stopping();
-      const finished = this.completions.splice(0);
-      const inputs: PendingInput[] = [];
-      for (const done of finished) if (done.input) inputs.push({ input: done.input, events: done.events });
+      const inputs: MachineInput[] = [];
+      const deltas: EventBody[] = [];
+      for (const done of this.completions.splice(0)) {
+        this.running -= 1;
+        if (!done) continue;
+        inputs.push(done.input);
+        deltas.push(...done.events);
+      }
       if (!stopping && this.inboxDirty) {
         this.inboxDirty = false;
         for (const item of await this.store.readInbox(this.sessionId, this.head.inboxCursor)) {
           const userItem = item.kind === "message" ? this.definition.runner.userItem("message", item.text) : undefined;
-          inputs.push({ input: { type: "inbox", item, ...(userItem ? { userItem } : {}) } });
+          inputs.push({ type: "inbox", item, ...(userItem ? { userItem } : {}) });
         }
       }
-      // The head `more` sees has these results applied, so their steps are no longer in flight.
-      for (const done of finished) this.inflight.delete(done.key);
-      let readyTools: DueStep[] = [];
-      const started = await this.commitInputs(inputs, (head) => {
-        if (stopping) return null;
-        const now = Date.now();
-        readyTools = dueSteps(head).filter(
-          (step) => step.kind !== "RunModel" && !this.inflight.has(stepKey(step)) && (step.notBefore === null || step.notBefore <= now),
-        );
-        // The start of every attempt is durable before the tool runs: a crash after this commit is seen.
-        return readyTools.length > 0 ? { type: "calls_started", toolCallIds: readyTools.map(toolCallIdOf) } : null;
-      });
-      if (started) this.launchTools(readyTools);
-      if (!stopping) {
-        const now = Date.now();
-        const model = dueSteps(this.head).find(
-          (step) => step.kind === "RunModel" && !this.inflight.has(stepKey(step)) && (step.notBefore === null || step.notBefore <= now),
-        );
-        if (model?.kind === "RunModel") this.launchModel(model);
-      }
-      if (this.inflight.size === 0) {
+      // A backoff ended: the machine starts what is due by now.
+      if (inputs.length === 0 && !stopping && this.nextAt !== null && this.nextAt <= Date.now()) inputs.push({ type: "tick" });
+      if (inputs.length > 0) await this.advance(inputs, deltas, stopping);
+      if (this.running === 0) {
         if (stopping) return "stopped";
-        if (dueSteps(this.head).length === 0) {
-          // Nothing to run; a message or decision that arrived meanwhile keeps us going.
+        if (this.nextAt === null) {
+          // Nothing runs and nothing falls due; a message or decision that arrived meanwhile keeps us going.
           const inbox = await this.store.readInbox(this.sessionId, this.head.inboxCursor);
           if (inbox.length === 0) return "idle";
           this.inboxDirty = true;
@@ -159,16 +140,42 @@ class SessionDriver {
         }
       }
       if (this.completions.length > 0 || this.inboxDirty) continue;
-      // Retries waiting for their backoff. One whose time came while this iteration committed is
-      // launched now: sleeping until the poll would strand it there.
-      const now = Date.now();
-      const backoffs = dueSteps(this.head)
-        .filter((step) => !this.inflight.has(stepKey(step)))
-        .flatMap((step) => (step.notBefore === null ? [] : [step.notBefore - now]));
-      if (!stopping && backoffs.some((ms) => ms <= 0)) continue;
-      const timeout = Math.min(this.options.pollIntervalMs ?? 1000, ...backoffs.filter((ms) => ms > 0));
+      const untilDue = this.nextAt === null ? Infinity : this.nextAt - Date.now();
+      // A backoff that ended while this iteration committed is taken now: sleeping until the poll would strand it.
+      if (!stopping && untilDue <= 0) continue;
+      const timeout = Math.min(this.options.pollIntervalMs ?? 1000, untilDue > 0 ? untilDue : Infinity);
       // Woken by a finished step or an inbox notification; a timeout re-reads the inbox in case one was lost.
       if (!(await this.sleep(timeout))) this.inboxDirty = true;
+    }
+  }
+
+  /**
+   * Applies the inputs as one transition and commits it (with the deltas buffered by finished
+   * steps before its events) unless nothing changed; then launches the steps it started, whose
+   * start is now durable. While stopping, the machine starts nothing.
+   */
+  private async advance(inputs: readonly MachineInput[], deltas: readonly EventBody[], stopping: boolean): Promise<void> {
+    const t = applyAll(this.head, inputs, { config: this.config, now: Date.now(), startSteps: !stopping });
+    if (t.changed || deltas.length > 0) {
+      await this.serialized(async () => {
+        const result = await this.store.commit({
+          sessionId: this.sessionId,
+          fence: this.options.lease.fence,
+          expectedVersion: this.version,
+          head: t.head,
+          runnable: isRunnable(t.head),
+          appendHistory: t.appendHistory,
+          events: [...deltas, ...t.events],
+        });
+        this.version = result.version;
+        this.history?.push(...t.appendHistory);
+      });
+    }
+    this.head = t.head;
+    this.nextAt = t.due.nextAt;
+    for (const step of t.due.steps) {
+      if (step.kind === "RunModel") this.launchModel(step);
+      else this.launchTool(step);
     }
   }
 
@@ -195,42 +202,6 @@ class SessionDriver {
     });
   }
 
-  /**
-   * Applies the inputs in order, then `more(head)` once, in memory, and commits the result as one
-   * commit (the events of each input after its `events` prefix). Commits nothing when nothing
-   * changed. Returns whether `more` added an input.
-   */
-  private async commitInputs(inputs: readonly PendingInput[], more?: (head: SessionHead) => MachineInput | null): Promise<boolean> {
-    let head = this.head;
-    const events: EventBody[] = [];
-    const appendHistory: HistoryItem[] = [];
-    const step = (input: MachineInput, prefix: readonly EventBody[] = []) => {
-      const t = apply(head, input, this.config);
-      head = t.head;
-      events.push(...prefix, ...t.events);
-      appendHistory.push(...t.appendHistory);
-    };
-    for (const { input, events: prefix } of inputs) step(input, prefix);
-    const extra = more?.(head) ?? null;
-    if (extra) step(extra);
-    if (events.length === 0 && appendHistory.length === 0 && JSON.stringify(head) === JSON.stringify(this.head)) return false;
-    await this.serialized(async () => {
-      const result = await this.store.commit({
-        sessionId: this.sessionId,
-        fence: this.options.lease.fence,
-        expectedVersion: this.version,
-        head,
-        runnable: isRunnable(head),
-        appendHistory,
-        events,
-      });
-      this.head = head;
-      this.version = result.version;
-      this.history?.push(...appendHistory);
-    });
-    return extra !== null;
-  }
-
   private async commitEvents(events: EventBody[]): Promise<void> {
     if (this.lost || this.options.signal.aborted) return;
     await this.serialized(() =>
@@ -249,18 +220,17 @@ class SessionDriver {
     return run;
   }
 
-  private track(key: string, task: Promise<MachineInput | { input: MachineInput; events: EventBody[] } | null>): void {
-    const done = task
-      .then((result) => {
-        if (result && "input" in result) this.completions.push({ key, input: result.input, events: result.events });
-        else this.completions.push({ key, input: result });
+  private track(task: Promise<{ input: MachineInput; events: readonly EventBody[] }>): void {
+    this.running += 1;
+    void task
+      .then((done) => {
+        this.completions.push(done);
       })
       .catch(() => {
         this.lost = true;
-        this.completions.push({ key, input: null });
+        this.completions.push(null);
       })
       .finally(() => this.poke());
-    this.inflight.set(key, done);
   }
 
   private async loadHistory(): Promise<HistoryItem[]> {
@@ -271,17 +241,16 @@ class SessionDriver {
   private launchModel(step: Extract<DueStep, { kind: "RunModel" }>): void {
     const head = this.head;
     const turn = head.turn!;
-    const { runner, policies, tools, modelRetry } = this.definition;
-    const toolNames = new Set(tools.map((tool) => tool.name));
-    const task = (async (): Promise<{ input: MachineInput; events: EventBody[] }> => {
+    const { turnId, modelStep, attempt } = step;
+    const task = (async () => {
       const history = [...(await this.loadHistory())];
-      const coalescer = new DeltaCoalescer(turn.turnId, (events) => this.commitEvents(events), this.options.coalescing);
+      const coalescer = new DeltaCoalescer(turnId, (events) => this.commitEvents(events), this.options.coalescing);
       let result: RunModelResult;
       try {
-        result = await runner.runModel({
+        result = await this.definition.runner.runModel({
           sessionId: this.sessionId,
-          turnId: turn.turnId,
-          modelStep: step.modelStep,
+          turnId,
+          modelStep,
           history,
           turnStart: turn.historyStart,
           runState: turn.runState,
@@ -289,109 +258,46 @@ class SessionDriver {
           signal: this.options.signal,
           emit: (delta) => coalescer.push(delta),
         });
-        validateModelResult(result);
       } catch (error) {
         // Deltas still buffered go into the same commit as the step's result.
         const events = await coalescer.finish();
-        const input: MachineInput = {
-          type: "model_attempt_failed",
-          turnId: turn.turnId,
-          modelStep: step.modelStep,
-          error: errorText(error),
-          now: Date.now(),
-          maxAttempts: modelRetry.maxAttempts,
-          retryDelayMs: backoffDelay(modelRetry, turn.modelAttempts + 1),
-        };
-        return { input, events };
+        return { input: { type: "model_attempt_failed", turnId, modelStep, attempt, error: errorText(error) } as const, events };
       }
       const events = await coalescer.finish();
-      const calls: PlannedCall[] =
-        result.kind === "tool_calls"
-          ? result.calls.map((call) => ({
-              toolCallId: call.toolCallId,
+      return { input: { type: "model_completed", turnId, modelStep, attempt, result } as const, events };
+    })();
+    this.track(task);
+  }
+
+  /** Runs one attempt of a tool call; the machine started it and its start was just committed. */
+  private launchTool(step: Exclude<DueStep, { kind: "RunModel" }>): void {
+    const { turnId, toolCallId, attempt } = step;
+    const call = currentCalls(this.head.turn!).find((c) => c.toolCallId === toolCallId)!;
+    const task = (async () => {
+      let input: MachineInput;
+      try {
+        const outcome = await runInToolCall(
+          { sessionId: this.sessionId, turnId, toolCallId, toolName: call.name, idempotencyKey: call.idempotencyKey!, attempt },
+          () =>
+            this.definition.runner.callTool({
+              sessionId: this.sessionId,
+              turnId,
+              toolCallId,
               name: call.name,
               arguments: call.arguments,
-              ...resolveCallPolicy(call.name, policies, tools, call.needsApproval),
-              ...(toolNames.has(call.name) ? {} : { invalid: `the agent has no tool named "${call.name}"` }),
-            }))
-          : [];
-      return { input: { type: "model_completed", turnId: turn.turnId, modelStep: step.modelStep, result, calls }, events };
-    })();
-    this.track(stepKey(step), task);
-  }
-
-  /** Runs tool calls whose start was just committed. */
-  private launchTools(steps: readonly DueStep[]): void {
-    const turn = this.head.turn!;
-    for (const step of steps) {
-      if (step.kind === "RunModel") continue;
-      const call = currentCalls(turn).find((c) => c.toolCallId === step.toolCallId)!;
-      const task = (async (): Promise<MachineInput | null> => {
-        try {
-          const result = await runInToolCall(
-            {
-              sessionId: this.sessionId,
-              turnId: turn.turnId,
-              toolCallId: call.toolCallId,
-              toolName: call.name,
+              attempt,
               idempotencyKey: call.idempotencyKey!,
-              attempt: call.attempts,
-            },
-            () =>
-              this.definition.runner.callTool({
-                sessionId: this.sessionId,
-                turnId: turn.turnId,
-                toolCallId: call.toolCallId,
-                name: call.name,
-                arguments: call.arguments,
-                attempt: call.attempts,
-                idempotencyKey: call.idempotencyKey!,
-                signal: this.options.signal,
-              }),
-          );
-          if (!isCallToolResult(result)) throw new Error("the runner returned a malformed tool result");
-          return { type: "call_finished", toolCallId: call.toolCallId, outcome: result };
-        } catch (error) {
-          if (ToolExecutionError.isInstance(error)) {
-            return { type: "call_finished", toolCallId: call.toolCallId, outcome: { status: "failed", message: error.message } };
-          }
-          return {
-            type: "call_attempt_failed",
-            toolCallId: call.toolCallId,
-            error: errorText(error),
-            now: Date.now(),
-            retryDelayMs: backoffDelay(this.definition.toolBackoff, call.attempts),
-          };
-        }
-      })();
-      this.track(stepKey(step), task);
-    }
-  }
-}
-
-type PendingInput = { readonly input: MachineInput; readonly events?: readonly EventBody[] | undefined };
-
-const toolCallIdOf = (step: DueStep): string => (step.kind === "RunModel" ? "" : step.toolCallId);
-
-function stepKey(step: DueStep): string {
-  return step.kind === "RunModel" ? `model:${step.turnId}:${step.modelStep}` : `tool:${step.turnId}:${step.toolCallId}`;
-}
-
-function validateModelResult(result: RunModelResult): void {
-  const ok =
-    typeof result === "object" &&
-    result !== null &&
-    ((result.kind === "final" && Array.isArray(result.items) && typeof result.text === "string") ||
-      (result.kind === "tool_calls" && Array.isArray(result.calls) && typeof result.runState === "string"));
-  if (!ok) throw new DurableAgentsError("invalid_input", "the runner returned a malformed model result");
-  if (result.kind === "tool_calls") {
-    const ids = new Set<string>();
-    for (const call of result.calls) {
-      if (typeof call.toolCallId !== "string" || typeof call.name !== "string" || typeof call.arguments !== "string") {
-        throw new DurableAgentsError("invalid_input", "the runner returned a malformed tool call");
+              signal: this.options.signal,
+            }),
+        );
+        input = { type: "call_finished", turnId, toolCallId, attempt, outcome };
+      } catch (error) {
+        input = ToolExecutionError.isInstance(error)
+          ? { type: "call_finished", turnId, toolCallId, attempt, outcome: { status: "failed", message: error.message } }
+          : { type: "call_attempt_failed", turnId, toolCallId, attempt, error: errorText(error) };
       }
-      if (ids.has(call.toolCallId)) throw new DurableAgentsError("invalid_input", `tool call ID ${call.toolCallId} appears twice`);
-      ids.add(call.toolCallId);
-    }
+      return { input, events: [] };
+    })();
+    this.track(task);
   }
 }

@@ -2,6 +2,8 @@ export { storeConformance } from "./store-suite.js";
 export { runnerConformance } from "./runner-suite.js";
 export { sessionConformance } from "./session-suite.js";
 export type {
+  ConformanceWorker,
+  ConformanceWorkerOptions,
   RawSessionRow,
   RawStoreReader,
   RunnerConformanceOptions,

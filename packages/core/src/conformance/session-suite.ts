@@ -20,14 +20,14 @@ import { currentToolCall } from "../tool-context.js";
 import { SessionClient } from "../client.js";
 import { Worker } from "../worker.js";
 import type { ConformanceTool } from "../testing/scripted-rules.js";
-import type { SessionConformanceOptions, TestApi } from "./types.js";
+import type { ConformanceWorker, SessionConformanceOptions, TestApi } from "./types.js";
 
 interface Env {
   readonly store: SessionStore;
   readonly client: SessionClient;
   readonly definition: SessionDefinition;
-  readonly workers: Worker[];
-  startWorker(options?: { leaseTtlMs?: number; concurrency?: number }): Worker;
+  readonly workers: ConformanceWorker[];
+  startWorker(options?: { leaseTtlMs?: number; concurrency?: number }): ConformanceWorker;
 }
 
 interface Execution {
@@ -163,21 +163,25 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       modelRetry: { maxAttempts: 3, initialDelayMs: 5, maxDelayMs: 20 },
       toolBackoff: { initialDelayMs: 5, maxDelayMs: 20 },
     });
-    const started: Worker[] = [];
+    const started: ConformanceWorker[] = [];
     const env: Env = {
       store,
       client: new SessionClient({ store }),
       definition,
       workers: started,
       startWorker(o = {}) {
-        const worker = new Worker({
-          store,
-          sessions: [definition],
-          pollIntervalMs: 25,
-          leaseTtlMs: o.leaseTtlMs ?? 5_000,
-          concurrency: o.concurrency ?? 16,
-          onError: () => {},
-        }).start();
+        const settings = { store, definition, pollIntervalMs: 25, leaseTtlMs: o.leaseTtlMs ?? 5_000, concurrency: o.concurrency ?? 16 };
+        const worker = options.makeWorker
+          ? options.makeWorker(settings)
+          : new Worker({
+              store,
+              sessions: [definition],
+              pollIntervalMs: settings.pollIntervalMs,
+              leaseTtlMs: settings.leaseTtlMs,
+              concurrency: settings.concurrency,
+              onError: () => {},
+            });
+        worker.start();
         started.push(worker);
         return worker;
       },
@@ -197,6 +201,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
   t.afterEach?.(teardown);
 
   const scenario = (name: string, body: (box: ToolBox) => Promise<void>) =>
+    (options.scenarios?.(name) ?? true) &&
     t.it(name, async () => {
       try {
         await body(new ToolBox());

@@ -2,6 +2,7 @@
  * What a package hands the conformance suites. The suites take the test functions of the caller's
  * test framework, so core depends on none.
  */
+import type { SessionDefinition } from "../definition.js";
 import type { Runner } from "../runner.js";
 import type { SessionStore } from "../store.js";
 import type { ConformanceTool } from "../testing/scripted-rules.js";
@@ -59,4 +60,28 @@ export interface SessionConformanceOptions {
   readonly makeRunner: RunnerFactory;
   /** A fresh store for one test; `cleanup` runs after it. */
   readonly makeStore: () => Promise<{ store: SessionStore; cleanup?: () => Promise<void> }>;
+  /** The engine that drives the sessions (default: core's `Worker`), e.g. another engine over the same state machine. */
+  readonly makeWorker?: (options: ConformanceWorkerOptions) => ConformanceWorker;
+  /** Runs only the scenarios whose names this accepts (default: every scenario). */
+  readonly scenarios?: (name: string) => boolean;
+}
+
+export interface ConformanceWorkerOptions {
+  readonly store: SessionStore;
+  readonly definition: SessionDefinition;
+  readonly pollIntervalMs: number;
+  readonly leaseTtlMs: number;
+  readonly concurrency: number;
+}
+
+/** What the session suite needs of an engine: what core's `Worker` offers. */
+export interface ConformanceWorker {
+  /** Starts leasing and driving sessions in the background. */
+  start(): unknown;
+  /** Graceful stop: steps in flight finish and are committed, leases are released. */
+  stop(options?: { timeoutMs?: number }): Promise<void>;
+  /** Dies at once: writes, renews and releases nothing more. */
+  crash(): void;
+  /** Drives ended so far. */
+  readonly drives: number;
 }

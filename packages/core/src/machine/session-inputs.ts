@@ -1,0 +1,89 @@
+/** Handlers of the inputs that do not belong to a step: inbox entries, recoveries, ticks. */
+import { policyTable } from "../policy.js";
+import type { ToolCallRecord } from "../schemas.js";
+import type { Draft } from "./draft.js";
+import { currentCalls } from "./state.js";
+import type { Handled, MachineInput } from "./types.js";
+
+type Input<T extends MachineInput["type"]> = Extract<MachineInput, { type: T }>;
+
+/** A message starts a turn or is queued; a decision resolves its interrupt. Each entry is applied once, in order. */
+export function onInbox(draft: Draft, input: Input<"inbox">): Handled {
+  const { item, userItem } = input;
+  if (typeof item !== "object" || item === null || !Number.isInteger(item.seq)) return "the inbox entry has no sequence number";
+  if (!(item.seq > draft.head.inboxCursor)) return `inbox entry ${item.seq} is at or before the cursor ${draft.head.inboxCursor}`;
+  if (item.kind === "message" && !userItem) return `inbox message ${item.seq} comes without its user item`;
+  const kind: unknown = item.kind;
+  if (kind !== "message" && kind !== "resolution") return `inbox entry ${item.seq} is of no known kind`;
+
+  draft.head.inboxCursor = item.seq;
+  if (item.kind === "message") {
+    draft.head.queue.push({ text: item.text, inboxSeq: item.seq, item: userItem! });
+    if (draft.activeTurn()) {
+      draft.events.push({ type: "message_queued", data: { text: item.text, position: draft.head.queue.length } });
+    } else {
+      draft.startNextTurn();
+    }
+    return null;
+  }
+  const interrupt = draft.head.pendingInterrupts.find((i) => i.interruptId === item.interruptId);
+  const turn = draft.activeTurn();
+  // The client refuses unknown and already-resolved interrupts; an entry that no longer matches is
+  // consumed (the cursor moves past it) and changes nothing else.
+  if (!interrupt || !turn || turn.turnId !== interrupt.turnId) return null;
+  draft.head.pendingInterrupts = draft.head.pendingInterrupts.filter((i) => i !== interrupt);
+  const call = draft.currentCall(interrupt.toolCallId);
+  if (!call || call.status !== "awaiting_approval") return null;
+  draft.events.push({
+    type: "interrupt_resolved",
+    data: { interruptId: interrupt.interruptId, approved: item.approved, message: item.message },
+  });
+  if (item.approved) {
+    draft.step(turn, "AwaitToolApproval", "completed", { toolCallId: call.toolCallId, detail: "approved" });
+    call.status = "pending";
+  } else {
+    draft.step(turn, "AwaitToolApproval", "completed", { toolCallId: call.toolCallId, detail: "rejected" });
+    draft.finishCall(turn, call, "rejected", { message: item.message });
+  }
+  return null;
+}
+
+/**
+ * A new engine took the session over: every step found started was interrupted. A RunModel step is
+ * due again (its start is not an attempt); calls follow the policy table's crash column.
+ */
+export function onRecover(draft: Draft, input: Input<"recover">): Handled {
+  if (!Number.isInteger(input.fence)) return "a recovery names the fence of its lease";
+  // Fits every state: with no turn running there is nothing to recover.
+  const turn = draft.activeTurn();
+  if (!turn) return null;
+  turn.modelRunning = false;
+  const changed: { toolCallId: string; status: ToolCallRecord["status"] }[] = [];
+  for (const call of currentCalls(turn)) {
+    if (call.status !== "running") continue;
+    const rule = policyTable[call.effect];
+    if (rule.onCrash === "outcome_unknown") {
+      draft.finishCall(turn, call, "outcome_unknown", {
+        message: "the worker running this call stopped before recording its result",
+      });
+    } else if (call.attempts >= call.maxAttempts) {
+      draft.finishCall(turn, call, rule.exhausted, {
+        message: `the worker stopped during attempt ${call.attempts} of ${call.maxAttempts}`,
+      });
+    } else {
+      call.status = "pending";
+      call.retryAt = null;
+      call.lastError = "the worker stopped during the attempt";
+      draft.step(turn, call.step, "failed", { toolCallId: call.toolCallId, attempt: call.attempts, detail: "worker stopped" });
+    }
+    changed.push({ toolCallId: call.toolCallId, status: call.status });
+  }
+  if (changed.length > 0) draft.events.push({ type: "session_recovered", data: { fence: input.fence, calls: changed } });
+  return null;
+}
+
+/** Time passed: nothing changes by itself; the steps whose backoff ended are started by the planner. */
+export function onTick(_draft: Draft, _input: Input<"tick">): Handled {
+  // Fits every state.
+  return null;
+}

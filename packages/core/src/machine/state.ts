@@ -1,0 +1,126 @@
+/** Queries on a session head: what the turn is doing, what is due, the derived status. Pure. */
+import type { RecordedOutcome } from "../runner.js";
+import { describeOutcome } from "../outcome-text.js";
+import {
+  emptyUsage,
+  isFinalCallStatus,
+  SESSION_SCHEMA_VERSION,
+  type FinalCallStatus,
+  type SessionHead,
+  type SessionStatus,
+  type ToolCallRecord,
+  type Turn,
+} from "../schemas.js";
+import type { WaitingStep } from "./types.js";
+
+export function newSessionHead(sessionId: string, agent: string, createdAt: string): SessionHead {
+  return {
+    schemaVersion: SESSION_SCHEMA_VERSION,
+    sessionId,
+    agent,
+    status: "idle",
+    turnCount: 0,
+    historyLength: 0,
+    turn: null,
+    queue: [],
+    pendingInterrupts: [],
+    usage: emptyUsage(),
+    inboxCursor: 0,
+    createdAt,
+  };
+}
+
+const activePhases = new Set<Turn["phase"]>(["model", "tools"]);
+export const isTurnActive = (turn: Turn | null): turn is Turn => turn !== null && activePhases.has(turn.phase);
+
+/** The calls of the turn's latest model response. */
+export function currentCalls(turn: Turn): ToolCallRecord[] {
+  return turn.calls.filter((call) => call.response === turn.modelSteps);
+}
+
+/** The outcomes handed to the next RunModel: every call of the latest response, in model order. */
+export function outcomesForNextModelStep(head: SessionHead): RecordedOutcome[] {
+  const turn = head.turn;
+  if (!turn || turn.phase !== "model") return [];
+  return currentCalls(turn).map((call) => ({
+    toolCallId: call.toolCallId,
+    name: call.name,
+    status: call.status as FinalCallStatus,
+    text: describeOutcome(call),
+    output: call.status === "succeeded" ? call.output : null,
+  }));
+}
+
+/**
+ * The steps the session has to run that are not started, in model order: ready (`notBefore` null or
+ * past) or waiting for a backoff. A started step (a running call, a RunModel in flight) is not here.
+ */
+export function dueSteps(head: SessionHead): WaitingStep[] {
+  const turn = head.turn;
+  if (!isTurnActive(turn)) return [];
+  if (turn.phase === "model") {
+    if (turn.modelRunning) return [];
+    const step = { kind: "RunModel", turnId: turn.turnId, modelStep: turn.modelSteps + 1, attempt: turn.modelAttempts + 1 } as const;
+    return [{ ...step, notBefore: turn.modelRetryAt }];
+  }
+  return currentCalls(turn)
+    .filter((call) => call.status === "pending")
+    .map((call) => ({ kind: call.step, turnId: turn.turnId, toolCallId: call.toolCallId, attempt: call.attempts + 1, notBefore: call.retryAt }));
+}
+
+/** When the first step that is not started is due: its `notBefore`, or `now` when it is ready. Null when none is. */
+export function nextDueAt(head: SessionHead, now: number): number | null {
+  let next: number | null = null;
+  for (const step of dueSteps(head)) {
+    const at = step.notBefore ?? now;
+    if (next === null || at < next) next = at;
+  }
+  return next;
+}
+
+/** Whether a worker has something to do for this session without new input (the store's `runnable`). */
+export function isRunnable(head: SessionHead): boolean {
+  const turn = head.turn;
+  if (!isTurnActive(turn)) return head.queue.length > 0;
+  if (turn.phase === "model") return true;
+  return currentCalls(turn).some((call) => call.status === "pending" || call.status === "running");
+}
+
+export function deriveStatus(head: SessionHead): SessionStatus {
+  const turn = head.turn;
+  if (!isTurnActive(turn)) return "idle";
+  if (turn.phase === "tools") {
+    const open = currentCalls(turn).filter((call) => !isFinalCallStatus(call.status));
+    if (open.length > 0 && open.every((call) => call.status === "awaiting_approval")) return "awaiting_approval";
+  }
+  return "running";
+}
+
+/**
+ * A deep copy of JSON-shaped data (what a head is: it is stored as JSON and parsed by its schema).
+ * Strings are shared, not copied, which makes this several times cheaper than `structuredClone`
+ * for a head that carries a saved run state.
+ */
+export function copyData<T>(value: T): T {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(copyData) as T;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) copy[key] = copyData((value as Record<string, unknown>)[key]);
+  return copy as T;
+}
+
+/** Deep equality of JSON-shaped data (a key set to `undefined` counts as absent, as in JSON). */
+export function sameData(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const other = b as unknown[];
+    return a.length === other.length && a.every((item, i) => sameData(item, other[i]));
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const keys = new Set([...Object.keys(x), ...Object.keys(y)]);
+  for (const key of keys) if (!sameData(x[key], y[key])) return false;
+  return true;
+}

@@ -1,0 +1,253 @@
+/**
+ * A second engine over core's state machine, written only for tests: it proves the session rules
+ * live in the machine, not in core's driver. It runs like a durable execution engine would (think
+ * Restate: one handler per session, `ctx.run` per step): it applies ONE input at a time and
+ * journals each transition as its own commit, runs each step the machine started as a separate
+ * task, and feeds the step's result back as the next input. It has no `Worker`, no batching, no
+ * delta coalescing, no history cache and no rules of its own: readiness, in-flight steps, retries,
+ * backoff, recovery and the durable start of single-attempt calls all come from `apply`.
+ *
+ * Every session's journal (the head it started from, then each input with its `now`) is kept, so a
+ * test can replay it through `apply` and compare with what the store holds.
+ */
+import {
+  apply,
+  currentCalls,
+  isRunnable,
+  LeaseLostError,
+  machineConfig,
+  outcomesForNextModelStep,
+  parseSessionHead,
+  runInToolCall,
+  ToolExecutionError,
+  VersionConflictError,
+  type DueStep,
+  type Lease,
+  type MachineInput,
+  type SessionDefinition,
+  type SessionHead,
+  type SessionStore,
+} from "@durable-agents/core";
+import type { ConformanceWorker, ConformanceWorkerOptions } from "@durable-agents/core/conformance";
+
+export interface JournalEntry {
+  readonly input: MachineInput;
+  readonly now: number;
+  readonly startSteps: boolean;
+}
+
+export interface Journal {
+  /** The head as the first drive loaded it. */
+  readonly from: SessionHead;
+  readonly entries: JournalEntry[];
+}
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message || error.name : String(error));
+
+export class JournalEngine implements ConformanceWorker {
+  drives = 0;
+  readonly journals = new Map<string, Journal>();
+  private readonly store: SessionStore;
+  private readonly definition: SessionDefinition;
+  private readonly workerId = `journal-${Math.random().toString(36).slice(2)}`;
+  private stopping = false;
+  private dead = false;
+  private readonly active = new Set<Promise<void>>();
+  private readonly aborts = new Set<AbortController>();
+  private loop: Promise<void> | null = null;
+  private readonly waiters = new Set<() => void>();
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(private readonly options: ConformanceWorkerOptions) {
+    this.store = options.store;
+    this.definition = options.definition;
+  }
+
+  start(): this {
+    this.unsubscribe = this.store.subscribe(() => this.poke());
+    this.loop = this.run();
+    return this;
+  }
+
+  async stop(options: { timeoutMs?: number } = {}): Promise<void> {
+    this.stopping = true;
+    this.poke();
+    await Promise.race([Promise.all(this.active), new Promise((resolve) => setTimeout(resolve, options.timeoutMs ?? 30_000))]);
+    for (const abort of this.aborts) abort.abort();
+    await this.loop;
+    this.unsubscribe?.();
+  }
+
+  crash(): void {
+    this.dead = true;
+    this.stopping = true;
+    for (const abort of this.aborts) abort.abort();
+    this.unsubscribe?.();
+    this.poke();
+  }
+
+  /** Wakes every nap: the lease loop's and each drive's. */
+  private poke(): void {
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  private nap(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping) {
+      const lease =
+        this.active.size < this.options.concurrency
+          ? await this.store.acquireLease({ workerId: this.workerId, ttlMs: this.options.leaseTtlMs, agents: [this.definition.name] })
+          : null;
+      if (this.stopping) {
+        if (lease && !this.dead) await this.store.releaseLease(lease);
+        break;
+      }
+      if (!lease) {
+        await this.nap(this.options.pollIntervalMs);
+        continue;
+      }
+      const drive: Promise<void> = this.drive(lease)
+        .catch(() => {})
+        .finally(() => {
+          this.drives += 1;
+          this.active.delete(drive);
+          this.poke();
+        });
+      this.active.add(drive);
+    }
+  }
+
+  /** One session under one lease: recover, then one input at a time until nothing runs or falls due. */
+  private async drive(lease: Lease): Promise<void> {
+    const abort = new AbortController();
+    this.aborts.add(abort);
+    let current = lease;
+    const renew = setInterval(async () => {
+      if (this.dead) return;
+      const renewed = await this.store.renewLease(current, this.options.leaseTtlMs).catch(() => null);
+      if (renewed) current = renewed;
+      else abort.abort();
+    }, Math.max(10, Math.floor(this.options.leaseTtlMs / 3)));
+    try {
+      const stored = await this.store.loadSession(lease.sessionId);
+      if (!stored) return;
+      let head = parseSessionHead(stored.head);
+      let version = stored.version;
+      let journal = this.journals.get(lease.sessionId);
+      if (!journal) this.journals.set(lease.sessionId, (journal = { from: head, entries: [] }));
+      const config = machineConfig(this.definition);
+      const inputs: MachineInput[] = [{ type: "recover", fence: lease.fence }];
+      let running = 0;
+      let nextAt: number | null = null;
+      const launch = (step: DueStep, at: SessionHead) => {
+        running += 1;
+        void this.runStep(step, at, abort.signal).then((input) => {
+          running -= 1;
+          inputs.push(input);
+          this.poke();
+        });
+      };
+      for (;;) {
+        if (this.dead || abort.signal.aborted) return;
+        const stopping = this.stopping;
+        if (inputs.length === 0 && !stopping) {
+          for (const item of await this.store.readInbox(lease.sessionId, head.inboxCursor)) {
+            inputs.push(item.kind === "message" ? { type: "inbox", item, userItem: this.definition.runner.userItem("message", item.text) } : { type: "inbox", item });
+          }
+        }
+        if (inputs.length === 0 && !stopping && nextAt !== null && nextAt <= Date.now()) inputs.push({ type: "tick" });
+        const input = inputs.shift();
+        if (input) {
+          const entry = { input, now: Date.now(), startSteps: !stopping };
+          const t = apply(head, input, { config, now: entry.now, startSteps: entry.startSteps });
+          if (t.changed) {
+            if (this.dead) return;
+            const result = await this.store.commit({
+              sessionId: lease.sessionId,
+              fence: lease.fence,
+              expectedVersion: version,
+              head: t.head,
+              runnable: isRunnable(t.head),
+              appendHistory: t.appendHistory,
+              events: t.events,
+            });
+            version = result.version;
+          }
+          journal.entries.push(entry);
+          head = t.head;
+          nextAt = t.due.nextAt;
+          for (const step of t.due.steps) launch(step, head);
+          continue;
+        }
+        if (running === 0 && (stopping || nextAt === null)) {
+          if (!this.dead) await this.store.releaseLease(current);
+          return;
+        }
+        await this.nap(nextAt === null ? this.options.pollIntervalMs : Math.max(1, Math.min(this.options.pollIntervalMs, nextAt - Date.now())));
+      }
+    } catch (error) {
+      // A refused commit: the lease is someone else's now.
+      if (!LeaseLostError.isInstance(error) && !VersionConflictError.isInstance(error)) throw error;
+    } finally {
+      clearInterval(renew);
+      this.aborts.delete(abort);
+    }
+  }
+
+  /** The primitive that runs one step (`ctx.run`): the runner's call, its result as the machine's next input. */
+  private async runStep(step: DueStep, head: SessionHead, signal: AbortSignal): Promise<MachineInput> {
+    const turn = head.turn!;
+    const sessionId = head.sessionId;
+    if (step.kind === "RunModel") {
+      const base = { turnId: step.turnId, modelStep: step.modelStep, attempt: step.attempt };
+      try {
+        const result = await this.definition.runner.runModel({
+          sessionId,
+          turnId: step.turnId,
+          modelStep: step.modelStep,
+          history: await this.store.readHistory(sessionId),
+          turnStart: turn.historyStart,
+          runState: turn.runState,
+          outcomes: outcomesForNextModelStep(head),
+          signal,
+          emit: () => {},
+        });
+        return { type: "model_completed", ...base, result };
+      } catch (error) {
+        return { type: "model_attempt_failed", ...base, error: errorText(error) };
+      }
+    }
+    const call = currentCalls(turn).find((c) => c.toolCallId === step.toolCallId)!;
+    const base = { turnId: step.turnId, toolCallId: step.toolCallId, attempt: step.attempt };
+    const context = { sessionId, turnId: step.turnId, toolCallId: call.toolCallId, toolName: call.name, idempotencyKey: call.idempotencyKey!, attempt: step.attempt };
+    try {
+      const outcome = await runInToolCall(context, () =>
+        this.definition.runner.callTool({
+          sessionId,
+          turnId: step.turnId,
+          toolCallId: call.toolCallId,
+          name: call.name,
+          arguments: call.arguments,
+          attempt: step.attempt,
+          idempotencyKey: call.idempotencyKey!,
+          signal,
+        }),
+      );
+      return { type: "call_finished", ...base, outcome };
+    } catch (error) {
+      if (ToolExecutionError.isInstance(error)) return { type: "call_finished", ...base, outcome: { status: "failed", message: error.message } };
+      return { type: "call_attempt_failed", ...base, error: errorText(error) };
+    }
+  }
+}
