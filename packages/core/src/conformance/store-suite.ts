@@ -16,6 +16,27 @@ const item = (text: string): HistoryItem => ({ item: { role: "user", content: te
 const noteEvent = (text: string): EventBody => ({ type: "message_queued", data: { text, position: 1 } });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The TTL of the leases the suite lets expire: long enough that a store across a network answers
+ * the checks made inside it (each is one round trip) well before it ends.
+ */
+const LEASE_TTL_MS = 500;
+
+const sleepUntil = async (epochMs: number) => {
+  while (Date.now() < epochMs) await sleep(Math.max(1, epochMs - Date.now()));
+};
+
+/** Calls `attempt` every 20 ms until it answers something other than null (at most 10 s). */
+async function eventually<T>(attempt: () => Promise<T | null>): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const value = await attempt();
+    if (value !== null) return value;
+    if (Date.now() > deadline) throw new Error("still null after 10 s");
+    await sleep(20);
+  }
+}
+
 async function create(store: SessionStore, options: { withMessage?: boolean } = {}): Promise<SessionHead> {
   const head = newSessionHead(`s-${randomUUID()}`, agent, new Date().toISOString());
   await store.createSession({
@@ -183,10 +204,11 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
     test("an expired lease is taken over, and the stale worker can neither commit nor renew", async () => {
       const { store, raw } = await open();
       const head = await create(store, { withMessage: true });
-      const stale = await lease(store, "old", 150);
+      const stale = await lease(store, "old", LEASE_TTL_MS);
       assert.equal(await store.acquireLease({ workerId: "new", ttlMs: 5_000, agents: [agent] }), null, "the lease is live");
-      await sleep(250);
-      const fresh = await lease(store, "new");
+      // Taken over as soon as it expired: asked again until it is granted, not after a fixed sleep.
+      const fresh = await eventually(() => store.acquireLease({ workerId: "new", ttlMs: 5_000, agents: [agent] }));
+      assert.ok(Date.now() >= stale.expiresAt, "not granted before the old lease expired");
       assert.equal(fresh.fence, stale.fence + 1);
       await assert.rejects(
         store.commit({ sessionId: head.sessionId, fence: stale.fence, expectedVersion: 1, head: { ...head, turnCount: 3 }, runnable: false, events: [noteEvent("stale")] }),
@@ -206,8 +228,8 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
     test("a commit after the lease expired is refused even when nobody took over", async () => {
       const { store } = await open();
       const head = await create(store, { withMessage: true });
-      const l = await lease(store, "w", 100);
-      await sleep(200);
+      const l = await lease(store, "w", LEASE_TTL_MS);
+      await sleepUntil(l.expiresAt + 50);
       await assert.rejects(
         store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 1, events: [noteEvent("late")] }),
         LeaseLostError.isInstance,
