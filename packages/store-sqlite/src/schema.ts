@@ -43,15 +43,20 @@ CREATE TABLE sessions (
 -- sessions the file holds. The lease query repeats the predicate word for word.
 CREATE INDEX sessions_ready ON sessions (agent, touched_at) WHERE runnable OR last_inbox_seq > inbox_cursor;
 
+-- History items, events and inbox entries are rows of rowid tables whose rowid only grows: every
+-- insert lands at the right edge of the table's B-tree, where SQLite fills pages whole, and only
+-- the small index entry goes into the middle. (Keyed by (session_id, position) instead, a session's
+-- new item would split a full page in the middle of the tree, one or two more pages per commit
+-- once several sessions share the file.) Another process also finds what is new since its last
+-- look with one range read of events and inbox (see change-watcher.ts).
 CREATE TABLE history (
+  id INTEGER PRIMARY KEY,
   session_id TEXT NOT NULL,
   position INTEGER NOT NULL,
   item TEXT NOT NULL,
-  PRIMARY KEY (session_id, position)
-) WITHOUT ROWID;
+  UNIQUE (session_id, position)
+);
 
--- Events and inbox entries keep a rowid that only grows: another process finds what is new since
--- its last look with one range read (see change-watcher.ts).
 CREATE TABLE events (
   id INTEGER PRIMARY KEY,
   session_id TEXT NOT NULL,
