@@ -8,23 +8,25 @@ import {
   SessionNotFoundError,
   SessionStateError,
   VersionConflictError,
-  type AcquireLeaseOptions,
-  type Commit,
-  type CommitResult,
   type EnqueueResult,
   type EventBody,
   type HistoryItem,
   type InboxEntry,
   type InboxItem,
-  type Lease,
-  type NewSession,
   type SessionEvent,
   type SessionHead,
   type SessionStore,
+} from "@durable-agents/core";
+import {
+  type AcquireLeaseOptions,
+  type Commit,
+  type CommitResult,
+  type Lease,
+  type NewSession,
   type StoredSession,
   type StoreNotification,
   storeInput,
-} from "@durable-agents/core";
+} from "@durable-agents/core/engine";
 
 /** One session as stored. Values are kept as JSON text, as a database would, so no caller can alias them. */
 export interface MemorySessionRecord {

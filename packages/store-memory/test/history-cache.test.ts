@@ -1,4 +1,5 @@
-import { HistoryCache, newSessionHead, type HistoryItem } from "@durable-agents/core";
+import type { HistoryItem } from "@durable-agents/core";
+import { HistoryCache, newSessionHead } from "@durable-agents/core/engine";
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../src/index.js";
 

@@ -4,7 +4,8 @@
  * scenarios about the machine's rules all pass; left out is the one about core's own driver
  * (coalescing text deltas, which this engine does not stream).
  */
-import { apply, machineConfig, newSessionHead, SessionClient, defineSession, type SessionHead } from "@durable-agents/core";
+import { SessionClient, defineSession, type SessionHead } from "@durable-agents/core";
+import { apply, machineConfig, newSessionHead } from "@durable-agents/core/engine";
 import { sessionConformance } from "@durable-agents/core/conformance";
 import { ScriptedRunner } from "@durable-agents/core/testing";
 import { afterEach, describe, expect, it } from "vitest";

@@ -1,4 +1,5 @@
-import { defineSession, newSessionHead, SessionClient, Worker, type SessionHead } from "@durable-agents/core";
+import { defineSession, SessionClient, Worker, type SessionHead } from "@durable-agents/core";
+import { newSessionHead } from "@durable-agents/core/engine";
 import { ScriptedRunner } from "@durable-agents/core/testing";
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../src/index.js";

@@ -11,23 +11,25 @@
  * test can replay it through `apply` and compare with what the store holds.
  */
 import {
-  apply,
-  currentCalls,
-  isRunnable,
   LeaseLostError,
-  machineConfig,
-  outcomesForNextModelStep,
   parseSessionHead,
-  runInToolCall,
   ToolExecutionError,
   VersionConflictError,
-  type DueStep,
-  type Lease,
-  type MachineInput,
   type SessionDefinition,
   type SessionHead,
   type SessionStore,
 } from "@durable-agents/core";
+import {
+  apply,
+  currentCalls,
+  isRunnable,
+  machineConfig,
+  outcomesForNextModelStep,
+  runInToolCall,
+  type DueStep,
+  type Lease,
+  type MachineInput,
+} from "@durable-agents/core/engine";
 import type { ConformanceWorker, ConformanceWorkerOptions } from "@durable-agents/core/conformance";
 
 export interface JournalEntry {
