@@ -18,7 +18,7 @@ import {
   type SessionDefinition,
   type SessionHead,
   type SessionStore,
-} from "@durable-agents/core";
+} from "../../src/index.js";
 import {
   apply,
   currentCalls,
@@ -29,8 +29,8 @@ import {
   type DueStep,
   type Lease,
   type MachineInput,
-} from "@durable-agents/core/engine";
-import type { ConformanceWorker, ConformanceWorkerOptions } from "@durable-agents/core/conformance";
+} from "../../src/engine.js";
+import type { ConformanceWorker, ConformanceWorkerOptions } from "../../src/conformance/index.js";
 
 export interface JournalEntry {
   readonly input: MachineInput;
