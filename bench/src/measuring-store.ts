@@ -3,21 +3,16 @@
  * the bytes of JSON they store (the head, each appended history item, each event), as the memory
  * store keeps them.
  */
+import type { EnqueueResult, HistoryItem, InboxEntry, InboxItem, SessionEvent, SessionStore } from "@durable-agents/core";
 import type {
   AcquireLeaseOptions,
   Commit,
   CommitResult,
-  EnqueueResult,
-  HistoryItem,
-  InboxEntry,
-  InboxItem,
   Lease,
   NewSession,
-  SessionEvent,
-  SessionStore,
   StoreNotification,
   StoredSession,
-} from "@durable-agents/core";
+} from "@durable-agents/core/engine";
 
 export interface WriteCount {
   commits: number;

@@ -2,21 +2,16 @@
  * A core `Runner` for the Vercel AI SDK (`ai`): one `streamText` model call per RunModel step, with
  * tool definitions the SDK cannot execute, and the real tools run one call at a time by `callTool`.
  */
+import { InvalidInputError, PolicyError, currentToolCall, type HistoryItem, type Runner, type Usage } from "@durable-agents/core";
 import {
-  InvalidInputError,
-  PolicyError,
-  currentToolCall,
   runInToolCall,
   type CallToolInput,
   type CallToolResult,
-  type HistoryItem,
   type RunModelInput,
   type RunModelResult,
-  type Runner,
   type ToolDescription,
-  type Usage,
   type UserItemKind,
-} from "@durable-agents/core";
+} from "@durable-agents/core/engine";
 import {
   asSchema,
   isStepCount,

@@ -1,5 +1,5 @@
 /** The AI SDK tool message that hands one recorded outcome back to the model. */
-import type { RecordedOutcome } from "@durable-agents/core";
+import type { RecordedOutcome } from "@durable-agents/core/engine";
 import type { ModelMessage } from "ai";
 
 /**

@@ -1,11 +1,5 @@
-import {
-  DurableAgentsError,
-  InvalidInputError,
-  ToolExecutionError,
-  currentToolCall,
-  type RunModelInput,
-  type RunModelResult,
-} from "@durable-agents/core";
+import { DurableAgentsError, InvalidInputError, ToolExecutionError, currentToolCall } from "@durable-agents/core";
+import type { RunModelInput, RunModelResult } from "@durable-agents/core/engine";
 import { tool, type ModelMessage } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { describe, expect, it } from "vitest";

@@ -1,43 +1,37 @@
+/**
+ * `@durable-agents/core`: what an application uses. Define a session, run a `Worker`, talk to
+ * sessions through a `SessionClient`, read `currentToolCall()` inside a tool; the errors, the
+ * tool-effect policy types and the session data types. What an engine, store or adapter author
+ * needs (the state machine, the driver, the store input checks, the runner and store contracts'
+ * parts) is in `@durable-agents/core/engine`; test helpers are in `@durable-agents/core/testing`.
+ */
 export * from "./errors.js";
-export * from "./policy.js";
 export * from "./schemas.js";
-export type * from "./runner.js";
-export type * from "./store.js";
-export { currentToolCall, runInToolCall, runOutsideToolCall, type ToolCallContext } from "./tool-context.js";
 export {
-  backoffDelay,
+  defaultToolEffect,
+  idempotencyKey,
+  policyTable,
+  ToolEffect,
+  toolEffects,
+  ToolPolicy,
+  type EffectRule,
+  type ToolPolicies,
+  type ToolStepKind,
+} from "./policy.js";
+export {
   defaultModelRetry,
   defaultToolBackoff,
   defineSession,
-  machineConfig,
   type BackoffPolicy,
   type RetryPolicy,
   type SessionDefinition,
   type SessionDefinitionOptions,
 } from "./definition.js";
-export {
-  apply,
-  applyAll,
-  currentCalls,
-  deriveStatus,
-  dueSteps,
-  isRunnable,
-  isTurnActive,
-  newSessionHead,
-  outcomesForNextModelStep,
-  type ApplyContext,
-  type Due,
-  type DueStep,
-  type MachineConfig,
-  type MachineInput,
-  type PlannedCall,
-  type Transition,
-  type WaitingStep,
-} from "./machine.js";
-export { defaultRejectionMessage, describeOutcome, describeTurnFailure } from "./outcome-text.js";
-export { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
-export { driveSession, type DriveEnd, type DriveOptions } from "./session-driver.js";
 export { Worker, type WorkerOptions } from "./worker.js";
+export type { CoalescerOptions } from "./coalescer.js";
 export { SessionClient, type ClientLimits, type SessionClientOptions, type StepLogEntry } from "./client.js";
-export { HistoryCache } from "./history-cache.js";
-export * as storeInput from "./store-input.js";
+export { currentToolCall, type ToolCallContext } from "./tool-context.js";
+// What an application passes around: a runner into `defineSession`, a store into `Worker` and
+// `SessionClient`, and what `sendMessage` returns. The rest of both contracts is in `/engine`.
+export type { Runner } from "./runner.js";
+export type { EnqueueResult, SessionStore } from "./store.js";

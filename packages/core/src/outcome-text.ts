@@ -1,6 +1,8 @@
 /** The text a model sees for each final outcome, and the note a failed turn leaves. */
-import { TURN_FAILURE_NOTE_PREFIX } from "./testing/scripted-rules.js";
 import type { ToolCallRecord, Turn } from "./schemas.js";
+
+/** Core writes this at the start of the note a failed turn leaves for the next turn's model. */
+export const TURN_FAILURE_NOTE_PREFIX = "[previous turn failed]";
 
 export const defaultRejectionMessage = "A person rejected this tool call; it did not run.";
 

@@ -26,6 +26,19 @@ export interface WorkerOptions {
   readonly onError?: (error: unknown) => void;
 }
 
+/**
+ * What `@durable-agents/core/testing` reaches inside a worker (`crashWorker`, `workerDrives`). No
+ * entry point exports it: the worker's public surface has no test seam.
+ */
+export interface WorkerTestAccess {
+  /** The worker dies at once: it writes, renews and releases nothing more. */
+  crash(worker: Worker): void;
+  /** Drives ended so far. */
+  drives(worker: Worker): number;
+}
+let testAccess: WorkerTestAccess;
+export const workerTestAccess = (): WorkerTestAccess => testAccess;
+
 interface Held {
   lease: Lease;
   readonly controller: AbortController;
@@ -46,8 +59,12 @@ export class Worker {
   private dead = false;
   private wakeUp: (() => void) | null = null;
   private unsubscribe: (() => void) | null = null;
-  /** Sessions driven to the end of a drive (for tests and metrics). */
-  drives = 0;
+  /** Sessions driven to the end of a drive. */
+  private drivesEnded = 0;
+
+  static {
+    testAccess = { crash: (worker) => worker.die(), drives: (worker) => worker.drivesEnded };
+  }
 
   constructor(private readonly options: WorkerOptions) {
     if (options.sessions.length === 0) throw new InvalidInputError("a worker needs at least one session definition");
@@ -92,10 +109,11 @@ export class Worker {
   }
 
   /**
-   * Simulates the death of this worker's process, for tests: from now on it writes nothing, renews
-   * nothing and releases nothing. Steps in flight go on running, but their results are discarded.
+   * The death of this worker's process, as tests simulate it (`crashWorker`): from now on it writes
+   * nothing, renews nothing and releases nothing. Steps in flight go on running, but their results
+   * are discarded.
    */
-  crash(): void {
+  private die(): void {
     this.dead = true;
     this.stopping = true;
     for (const h of this.held.values()) h.controller.abort();
@@ -185,7 +203,7 @@ export class Worker {
       })
       .then(async () => {
         clearInterval(renew);
-        this.drives += 1;
+        this.drivesEnded += 1;
         // A drive that failed keeps its lease until it expires: the session is tried again after
         // the lease's time to live, not at once in a loop.
         if (!this.dead && !failed && !controller.signal.aborted) {

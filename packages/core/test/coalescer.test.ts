@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DeltaCoalescer, type EventBody } from "../src/index.js";
+import type { EventBody } from "../src/index.js";
+import { DeltaCoalescer } from "../src/engine.js";
 
 const texts = (events: EventBody[]) => events.map((e) => (e.type === "text_delta" || e.type === "reasoning_delta" ? `${e.type}:${e.data.text}` : e.type));
 

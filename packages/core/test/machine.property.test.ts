@@ -11,20 +11,17 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { parseSessionHead, type HistoryItem, type InboxItem, type SessionHead } from "../src/index.js";
 import {
   apply,
   applyAll,
   deriveStatus,
   newSessionHead,
-  parseSessionHead,
   type DueStep,
-  type HistoryItem,
-  type InboxItem,
   type MachineConfig,
   type MachineInput,
-  type SessionHead,
   type Transition,
-} from "../src/index.js";
+} from "../src/engine.js";
 import { currentCalls, isStarted, stepKey } from "../src/machine.js";
 
 const numRuns = Number(process.env.FC_NUM_RUNS ?? 300);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { HistoryItem, SessionHead, ToolEffect } from "../src/index.js";
 import {
   apply,
   applyAll,
@@ -6,13 +7,10 @@ import {
   isRunnable,
   newSessionHead,
   outcomesForNextModelStep,
-  type HistoryItem,
   type MachineConfig,
   type MachineInput,
-  type SessionHead,
-  type ToolEffect,
   type Transition,
-} from "../src/index.js";
+} from "../src/engine.js";
 
 const note = (text: string): HistoryItem => ({ item: { note: text }, display: { role: "note", text } });
 const user = (text: string): HistoryItem => ({ item: { user: text }, display: { role: "user", text } });

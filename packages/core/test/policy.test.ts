@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { idempotencyKey, PolicyError, policyTable, resolveCallPolicy, validatePolicies, type ToolDescription } from "../src/index.js";
+import { idempotencyKey, PolicyError, policyTable } from "../src/index.js";
+import { resolveCallPolicy, validatePolicies, type ToolDescription } from "../src/engine.js";
 
 const tools: ToolDescription[] = [
   { name: "look_up_order", approval: "never" },

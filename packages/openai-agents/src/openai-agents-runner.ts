@@ -29,23 +29,18 @@ import {
   setFunctionToolPreparedInput,
   type FunctionToolPreparedInput,
 } from "@openai/agents-core/utils/internal";
+import { InvalidInputError, PolicyError, type HistoryItem, type Runner, type ToolPolicies, type Usage } from "@durable-agents/core";
 import {
-  InvalidInputError,
-  PolicyError,
   runOutsideToolCall,
   type CallToolInput,
   type CallToolResult,
-  type HistoryItem,
   type RecordedOutcome,
   type RequestedToolCall,
   type RunModelInput,
   type RunModelResult,
-  type Runner,
   type ToolDescription,
-  type ToolPolicies,
-  type Usage,
   type UserItemKind,
-} from "@durable-agents/core";
+} from "@durable-agents/core/engine";
 import { gateAgentGraph, readAgentGraph, type AgentGraph, type GraphTool } from "./agent-graph.js";
 import { durableToolInfo } from "./durable-tool.js";
 import { displayOf, toHistoryItem } from "./display.js";

@@ -2,7 +2,8 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { HistoryItem, RecordedOutcome, RunModelResult } from "@durable-agents/core";
+import type { HistoryItem } from "@durable-agents/core";
+import type { RecordedOutcome, RunModelResult } from "@durable-agents/core/engine";
 import { callOnce } from "./harness.js";
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url));

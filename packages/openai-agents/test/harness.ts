@@ -3,18 +3,14 @@
  * the tool call context, then RunModel with the outcomes), with no store: enough to test the
  * runner's side of the contract.
  */
+import { idempotencyKey, ToolExecutionError, type HistoryItem, type Runner, type Usage } from "@durable-agents/core";
 import {
-  idempotencyKey,
   runInToolCall,
-  ToolExecutionError,
-  type HistoryItem,
   type ModelDelta,
   type RecordedOutcome,
   type RequestedToolCall,
-  type Runner,
   type RunModelResult,
-  type Usage,
-} from "@durable-agents/core";
+} from "@durable-agents/core/engine";
 
 export interface StepLog {
   readonly result: RunModelResult;

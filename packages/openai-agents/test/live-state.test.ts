@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { RunState, type ModelRequest, type StreamEvent } from "@openai/agents";
-import { InvalidInputError, type HistoryItem, type RecordedOutcome, type RunModelInput, type RunModelResult, type Runner } from "@durable-agents/core";
+import { InvalidInputError, type HistoryItem, type Runner } from "@durable-agents/core";
+import type { RecordedOutcome, RunModelInput, RunModelResult } from "@durable-agents/core/engine";
 import { ScriptedModel } from "../src/testing/index.js";
 import { orderAgent } from "./fixtures.js";
 import { callOnce, runTurn } from "./harness.js";

@@ -1,7 +1,8 @@
 import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { MaxTurnsExceededError } from "@openai/agents";
-import { ToolExecutionError, type HistoryItem, type ModelDelta, type RecordedOutcome, type RunModelInput, type Runner } from "@durable-agents/core";
+import { ToolExecutionError, type HistoryItem, type Runner } from "@durable-agents/core";
+import type { ModelDelta, RecordedOutcome, RunModelInput } from "@durable-agents/core/engine";
 import { scriptedToolCallId } from "@durable-agents/core/testing";
 import { RunStateMismatchError } from "../src/index.js";
 import { scriptedInputFromItems } from "../src/testing/index.js";

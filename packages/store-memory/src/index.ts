@@ -1,2 +1,6 @@
-export { MemoryStore, type MemorySessionRecord, type MemoryStoreOptions } from "./memory-store.js";
-export { memoryRawReader } from "./raw-reader.js";
+/**
+ * The in-process session store. Its implementation is core's test store (`@durable-agents/core/testing`),
+ * so that core's own engine tests run on the very store this package publishes; this package is its
+ * stable name for applications.
+ */
+export { MemoryStore, memoryRawReader, type MemorySessionRecord, type MemoryStoreOptions } from "@durable-agents/core/testing";

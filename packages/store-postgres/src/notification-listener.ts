@@ -1,5 +1,5 @@
 import type { Notification, Pool, PoolClient } from "pg";
-import type { StoreNotification } from "@durable-agents/core";
+import type { StoreNotification } from "@durable-agents/core/engine";
 
 /** The `application_name` of the store's LISTEN connections. */
 export const LISTENER_APPLICATION_NAME = "durable_agents_listener";

@@ -5,22 +5,24 @@ import {
   SessionNotFoundError,
   SessionStateError,
   VersionConflictError,
-  type AcquireLeaseOptions,
-  type Commit,
-  type CommitResult,
   type EnqueueResult,
   type HistoryItem,
   type InboxEntry,
   type InboxItem,
-  type Lease,
-  type NewSession,
   type SessionEvent,
   type SessionHead,
   type SessionStore,
+} from "@durable-agents/core";
+import {
+  type AcquireLeaseOptions,
+  type Commit,
+  type CommitResult,
+  type Lease,
+  type NewSession,
   type StoreNotification,
   type StoredSession,
   storeInput,
-} from "@durable-agents/core";
+} from "@durable-agents/core/engine";
 import { NotificationListener } from "./notification-listener.js";
 import { channelName, schemaName } from "./schema-name.js";
 import { storeSql, type StoreSql } from "./store-sql.js";

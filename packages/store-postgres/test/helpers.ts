@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
-import { newSessionHead, type EventBody, type HistoryItem, type SessionHead } from "@durable-agents/core";
+import type { EventBody, HistoryItem, SessionHead } from "@durable-agents/core";
+import { newSessionHead } from "@durable-agents/core/engine";
 import { PostgresStore, migrate } from "../src/index.js";
 import { createTestDatabase, type TestDatabase } from "../src/testing/index.js";
 

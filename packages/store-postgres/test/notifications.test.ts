@@ -1,7 +1,7 @@
 import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import type { StoreNotification } from "@durable-agents/core";
+import type { StoreNotification } from "@durable-agents/core/engine";
 import { PostgresStore } from "../src/index.js";
 import { created, delta, head, newId, useDatabase } from "./helpers.js";
 

@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { VersionConflictError, type Lease, type StoreNotification } from "@durable-agents/core";
+import { VersionConflictError } from "@durable-agents/core";
+import type { Lease, StoreNotification } from "@durable-agents/core/engine";
 import { PostgresStore, migrate } from "../src/index.js";
 import { postgresRawReader, startPostgres, type PostgresServer } from "../src/testing/index.js";
 import { created, delta, head } from "./helpers.js";

@@ -5,7 +5,7 @@
  * rowid, which only grows) and whether the work counter moved. A notification lost to a crash is
  * covered by the worker's own poll, as the store interface allows.
  */
-import type { StoreNotification } from "@durable-agents/core";
+import type { StoreNotification } from "@durable-agents/core/engine";
 import type { Statements } from "./statements.js";
 
 interface LastIds {

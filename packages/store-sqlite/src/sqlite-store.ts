@@ -7,22 +7,24 @@ import {
   SessionStateError,
   VersionConflictError,
   WaitTimeoutError,
-  storeInput,
-  type AcquireLeaseOptions,
-  type Commit,
-  type CommitResult,
   type EnqueueResult,
   type EventBody,
   type HistoryItem,
   type InboxEntry,
   type InboxItem,
-  type Lease,
-  type NewSession,
   type SessionEvent,
   type SessionStore,
+} from "@durable-agents/core";
+import {
+  storeInput,
+  type AcquireLeaseOptions,
+  type Commit,
+  type CommitResult,
+  type Lease,
+  type NewSession,
   type StoreNotification,
   type StoredSession,
-} from "@durable-agents/core";
+} from "@durable-agents/core/engine";
 import { ChangeWatcher } from "./change-watcher.js";
 import { openDatabase, type Synchronous } from "./open-database.js";
 import { isBusy } from "./sqlite-codes.js";

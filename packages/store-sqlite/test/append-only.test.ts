@@ -5,7 +5,8 @@
  */
 import { statSync } from "node:fs";
 import { DatabaseSync } from "node:sqlite";
-import { newSessionHead, type HistoryItem } from "@durable-agents/core";
+import type { HistoryItem } from "@durable-agents/core";
+import { newSessionHead } from "@durable-agents/core/engine";
 import { afterEach, expect, it } from "vitest";
 import { openTempSqliteStore, type TempSqliteStore } from "../src/testing/index.js";
 

@@ -3,7 +3,8 @@
  * against the other, and a write waits for the other process's lock (or gives up with a typed
  * error that changed nothing). The second process is a real child process with its own store.
  */
-import { LeaseLostError, WaitTimeoutError, newSessionHead, type Lease, type SessionHead } from "@durable-agents/core";
+import { LeaseLostError, WaitTimeoutError, type SessionHead } from "@durable-agents/core";
+import { newSessionHead, type Lease } from "@durable-agents/core/engine";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteStore } from "../src/index.js";
 import { tempStoreDir } from "../src/testing/index.js";

@@ -1,4 +1,4 @@
-import type { CallToolInput } from "@durable-agents/core";
+import type { CallToolInput } from "@durable-agents/core/engine";
 
 /** A `callTool` input for call "c" of session "s", turn "t", first attempt. */
 export const callInput = (name: string, args = "{}"): CallToolInput => ({

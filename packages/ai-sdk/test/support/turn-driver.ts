@@ -2,7 +2,8 @@
  * Drives one turn the way core's engine does (without its durability): RunModel, then each
  * requested call through callTool, then RunModel again with every outcome, until a final answer.
  */
-import { ToolExecutionError, type HistoryItem, type ModelDelta, type RecordedOutcome, type RunModelResult, type Runner } from "@durable-agents/core";
+import { ToolExecutionError, type HistoryItem, type Runner } from "@durable-agents/core";
+import type { ModelDelta, RecordedOutcome, RunModelResult } from "@durable-agents/core/engine";
 
 export interface DrivenTurn {
   readonly history: HistoryItem[];

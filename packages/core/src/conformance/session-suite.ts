@@ -20,6 +20,7 @@ import { currentToolCall } from "../tool-context.js";
 import { SessionClient } from "../client.js";
 import { Worker } from "../worker.js";
 import type { ConformanceTool } from "../testing/scripted-rules.js";
+import { crashWorker, workerDrives } from "../testing/worker-seams.js";
 import type { ConformanceWorker, SessionConformanceOptions, TestApi } from "./types.js";
 
 interface Env {
@@ -151,6 +152,16 @@ const callOf = (snapshot: SessionSnapshot, name: string): ToolCallRecord => {
   return call;
 };
 
+/** Core's `Worker` as the suite drives it: its death and its drive count come from the `/testing` helpers. */
+const coreWorker = (worker: Worker): ConformanceWorker => ({
+  start: () => worker.start(),
+  stop: (options) => worker.stop(options),
+  crash: () => crashWorker(worker),
+  get drives() {
+    return workerDrives(worker);
+  },
+});
+
 export function sessionConformance(t: TestApi, options: SessionConformanceOptions): void {
   const live: (() => Promise<void>)[] = [];
   const setup = async (box: ToolBox, workers = 1): Promise<Env> => {
@@ -173,14 +184,16 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
         const settings = { store, definition, pollIntervalMs: 25, leaseTtlMs: o.leaseTtlMs ?? 5_000, concurrency: o.concurrency ?? 16 };
         const worker = options.makeWorker
           ? options.makeWorker(settings)
-          : new Worker({
-              store,
-              sessions: [definition],
-              pollIntervalMs: settings.pollIntervalMs,
-              leaseTtlMs: settings.leaseTtlMs,
-              concurrency: settings.concurrency,
-              onError: () => {},
-            });
+          : coreWorker(
+              new Worker({
+                store,
+                sessions: [definition],
+                pollIntervalMs: settings.pollIntervalMs,
+                leaseTtlMs: settings.leaseTtlMs,
+                concurrency: settings.concurrency,
+                onError: () => {},
+              }),
+            );
         worker.start();
         started.push(worker);
         return worker;

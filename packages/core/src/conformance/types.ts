@@ -74,13 +74,16 @@ export interface ConformanceWorkerOptions {
   readonly concurrency: number;
 }
 
-/** What the session suite needs of an engine: what core's `Worker` offers. */
+/**
+ * What the session suite needs of an engine: what core's `Worker` offers, with its death and drive
+ * count reached through `crashWorker` and `workerDrives` (`@durable-agents/core/testing`).
+ */
 export interface ConformanceWorker {
   /** Starts leasing and driving sessions in the background. */
   start(): unknown;
   /** Graceful stop: steps in flight finish and are committed, leases are released. */
   stop(options?: { timeoutMs?: number }): Promise<void>;
-  /** Dies at once: writes, renews and releases nothing more. */
+  /** Dies at once, as its process would: writes, renews and releases nothing more. */
   crash(): void;
   /** Drives ended so far. */
   readonly drives: number;

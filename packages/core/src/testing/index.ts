@@ -10,3 +10,5 @@ export {
   type ScriptedModelInput,
 } from "./scripted-rules.js";
 export { ScriptedRunner, type ScriptedItem, type ScriptedRunnerOptions } from "./scripted-runner.js";
+export { MemoryStore, memoryRawReader, type MemorySessionRecord, type MemoryStoreOptions } from "./memory-store.js";
+export { crashWorker, workerDrives } from "./worker-seams.js";

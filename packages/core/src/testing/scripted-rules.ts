@@ -12,8 +12,8 @@
  */
 import { createHash } from "node:crypto";
 
-/** Core writes this at the start of the note a failed turn leaves for the next turn's model. */
-export const TURN_FAILURE_NOTE_PREFIX = "[previous turn failed]";
+/** The prefix of the note a failed turn leaves (core writes it; test models count such notes). */
+export { TURN_FAILURE_NOTE_PREFIX } from "../outcome-text.js";
 
 export interface ScriptedModelInput {
   /** The text of the turn's user message. */

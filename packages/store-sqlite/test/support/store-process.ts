@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import type { StoreNotification } from "@durable-agents/core";
+import type { StoreNotification } from "@durable-agents/core/engine";
 
 export interface StoreProcess {
   call<T = unknown>(command: string, args?: unknown): Promise<T>;

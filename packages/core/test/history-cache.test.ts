@@ -1,6 +1,7 @@
-import { HistoryCache, newSessionHead, type HistoryItem } from "@durable-agents/core";
 import { describe, expect, it } from "vitest";
-import { MemoryStore } from "../src/index.js";
+import type { HistoryItem } from "../src/index.js";
+import { HistoryCache, newSessionHead } from "../src/engine.js";
+import { MemoryStore } from "../src/testing/index.js";
 
 const item = (text: string): HistoryItem => ({ item: { text }, display: { role: "user", text } });
 

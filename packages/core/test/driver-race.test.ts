@@ -1,7 +1,6 @@
-import { defineSession, SessionClient, Worker, type SessionStore } from "@durable-agents/core";
-import { ScriptedRunner } from "@durable-agents/core/testing";
 import { describe, expect, it } from "vitest";
-import { MemoryStore } from "../src/index.js";
+import { defineSession, SessionClient, Worker, type SessionStore } from "../src/index.js";
+import { MemoryStore, ScriptedRunner } from "../src/testing/index.js";
 
 /** A store whose `method` takes a while, as a database round trip does. */
 function slowStore(store: MemoryStore, method: "readInbox" | "commit", ms: number): SessionStore {

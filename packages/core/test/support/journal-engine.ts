@@ -11,24 +11,26 @@
  * test can replay it through `apply` and compare with what the store holds.
  */
 import {
-  apply,
-  currentCalls,
-  isRunnable,
   LeaseLostError,
-  machineConfig,
-  outcomesForNextModelStep,
   parseSessionHead,
-  runInToolCall,
   ToolExecutionError,
   VersionConflictError,
-  type DueStep,
-  type Lease,
-  type MachineInput,
   type SessionDefinition,
   type SessionHead,
   type SessionStore,
-} from "@durable-agents/core";
-import type { ConformanceWorker, ConformanceWorkerOptions } from "@durable-agents/core/conformance";
+} from "../../src/index.js";
+import {
+  apply,
+  currentCalls,
+  isRunnable,
+  machineConfig,
+  outcomesForNextModelStep,
+  runInToolCall,
+  type DueStep,
+  type Lease,
+  type MachineInput,
+} from "../../src/engine.js";
+import type { ConformanceWorker, ConformanceWorkerOptions } from "../../src/conformance/index.js";
 
 export interface JournalEntry {
   readonly input: MachineInput;

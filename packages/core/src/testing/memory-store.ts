@@ -1,30 +1,25 @@
 /**
- * The in-process store: the embedded default for development and tests. Everything lives in this
- * process's memory and is lost when it exits; within the process it keeps every promise of the
- * store interface (atomic commits with events, fencing, leases, ordered inbox, event cursors).
+ * The in-process store (a test store, published as `@durable-agents/store-memory`): for tests,
+ * demos and throwaway sessions. Everything lives in this process's memory and is lost when it
+ * exits; within the process it keeps every promise of the store interface (atomic commits with
+ * events, fencing, leases, ordered inbox, event cursors). It lives in core's `/testing` entry point
+ * so that core's own engine tests can run on it; core's production code imports no store.
  */
-import {
-  LeaseLostError,
-  SessionNotFoundError,
-  SessionStateError,
-  VersionConflictError,
-  type AcquireLeaseOptions,
-  type Commit,
-  type CommitResult,
-  type EnqueueResult,
-  type EventBody,
-  type HistoryItem,
-  type InboxEntry,
-  type InboxItem,
-  type Lease,
-  type NewSession,
-  type SessionEvent,
-  type SessionHead,
-  type SessionStore,
-  type StoredSession,
-  type StoreNotification,
-  storeInput,
-} from "@durable-agents/core";
+import type { RawStoreReader } from "../conformance/types.js";
+import { LeaseLostError, SessionNotFoundError, SessionStateError, VersionConflictError } from "../errors.js";
+import type { EventBody, HistoryItem, InboxEntry, InboxItem, SessionEvent, SessionHead } from "../schemas.js";
+import * as storeInput from "../store-input.js";
+import type {
+  AcquireLeaseOptions,
+  Commit,
+  CommitResult,
+  EnqueueResult,
+  Lease,
+  NewSession,
+  SessionStore,
+  StoredSession,
+  StoreNotification,
+} from "../store.js";
 
 /** One session as stored. Values are kept as JSON text, as a database would, so no caller can alias them. */
 export interface MemorySessionRecord {
@@ -47,11 +42,18 @@ export interface MemoryStoreOptions {
   readonly now?: () => number;
 }
 
+/** The records of a store, for `memoryRawReader` only: the class's public surface exposes no storage. */
+let recordsOf: (store: MemoryStore) => ReadonlyMap<string, MemorySessionRecord>;
+
 export class MemoryStore implements SessionStore {
-  /** The raw records, for the conformance suite's raw reader. Do not write to them. */
-  readonly records = new Map<string, MemorySessionRecord>();
+  /** Private (a plain field, so that a `Proxy` around the store still works); `memoryRawReader` reads it. */
+  private readonly records = new Map<string, MemorySessionRecord>();
   private readonly listeners = new Set<(n: StoreNotification) => void>();
   private readonly now: () => number;
+
+  static {
+    recordsOf = (store) => store.records;
+  }
 
   constructor(options: MemoryStoreOptions = {}) {
     this.now = options.now ?? Date.now;
@@ -231,4 +233,38 @@ export class MemoryStore implements SessionStore {
 
 function lastSeq(record: MemorySessionRecord): number {
   return record.events.at(-1)?.seq ?? 0;
+}
+
+/** Reads a MemoryStore's records directly, not through its API: for core's store conformance suite and tests. */
+export function memoryRawReader(store: MemoryStore): RawStoreReader {
+  const records = recordsOf(store);
+  return {
+    async session(sessionId) {
+      const r = records.get(sessionId);
+      if (!r) return null;
+      return {
+        sessionId: r.sessionId,
+        agent: r.agent,
+        version: r.version,
+        fence: r.fence,
+        leaseOwner: r.leaseOwner,
+        leaseExpiresAt: r.leaseExpiresAt,
+        runnable: r.runnable,
+        inboxCursor: r.inboxCursor,
+        head: JSON.parse(r.head),
+      };
+    },
+    async history(sessionId) {
+      return (records.get(sessionId)?.history ?? []).map((item) => JSON.parse(item));
+    },
+    async events(sessionId) {
+      return (records.get(sessionId)?.events ?? []).map((e) => {
+        const body = JSON.parse(e.body) as { type: string; data: unknown };
+        return { seq: e.seq, type: body.type, data: body.data };
+      });
+    },
+    async inbox(sessionId) {
+      return (records.get(sessionId)?.inbox ?? []).map((i) => ({ seq: i.seq, dedupeKey: i.dedupeKey, entry: JSON.parse(i.entry) }));
+    },
+  };
 }

@@ -1,7 +1,7 @@
-import { defineSession, newSessionHead, SessionClient, Worker, type SessionHead } from "@durable-agents/core";
-import { ScriptedRunner } from "@durable-agents/core/testing";
 import { describe, expect, it } from "vitest";
-import { MemoryStore } from "../src/index.js";
+import { defineSession, SessionClient, Worker, type SessionHead } from "../src/index.js";
+import { newSessionHead } from "../src/engine.js";
+import { crashWorker, MemoryStore, memoryRawReader, ScriptedRunner, workerDrives } from "../src/testing/index.js";
 
 function gatedTool() {
   let running = 0;
@@ -67,7 +67,7 @@ describe("Worker", () => {
     const stopping = worker.stop({ timeoutMs: 5_000 });
     gates.shift()!();
     await stopping;
-    const record = store.records.get(sessionId)!;
+    const record = (await memoryRawReader(store).session(sessionId))!;
     expect(record.leaseOwner).toBeNull();
     const after = await client.snapshot(sessionId);
     expect(after.turn?.calls.map((c) => c.status)).toEqual(["succeeded"]);
@@ -81,6 +81,29 @@ describe("Worker", () => {
     await next.stop();
   });
 
+  it("a crashed worker (crashWorker) writes nothing more and keeps its lease until it expires; the next worker recovers", async () => {
+    const { definition, gates } = gatedTool();
+    const store = new MemoryStore();
+    const client = new SessionClient({ store });
+    const first = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 300 }).start();
+    const { sessionId } = await client.startSession({ agent: "gated", message: 'call slow_read {"key":"a"}' });
+    await until(() => gates.length === 1);
+    crashWorker(first);
+    // The call in flight finishes inside the dead worker: its result is not committed, the lease is not released.
+    gates.shift()!();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await memoryRawReader(store).session(sessionId))?.leaseOwner).toBe(first.workerId);
+    expect((await client.snapshot(sessionId)).turn?.calls.map((c) => [c.status, c.attempts])).toEqual([["running", 1]]);
+    const next = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 300 }).start();
+    await until(() => gates.length === 1);
+    gates.shift()!();
+    const done = await client.waitUntilIdle(sessionId);
+    expect(done.turn?.calls.map((c) => [c.status, c.attempts])).toEqual([["succeeded", 2]]);
+    expect((await memoryRawReader(store).session(sessionId))?.leaseOwner).toBeNull();
+    await next.stop();
+    await first.stop({ timeoutMs: 1_000 });
+  });
+
   it("does not retry a session whose drive fails in a loop: it keeps the lease until it expires", async () => {
     const { definition } = gatedTool();
     const store = new MemoryStore();
@@ -92,8 +115,8 @@ describe("Worker", () => {
     await until(() => errors.length > 0);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(errors).toHaveLength(1);
-    expect(worker.drives).toBe(1);
-    expect(store.records.get("unreadable")?.leaseOwner).toBe(worker.workerId);
+    expect(workerDrives(worker)).toBe(1);
+    expect((await memoryRawReader(store).session("unreadable"))?.leaseOwner).toBe(worker.workerId);
     await worker.stop();
   });
 });

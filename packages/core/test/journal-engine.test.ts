@@ -4,11 +4,11 @@
  * scenarios about the machine's rules all pass; left out is the one about core's own driver
  * (coalescing text deltas, which this engine does not stream).
  */
-import { apply, machineConfig, newSessionHead, SessionClient, defineSession, type SessionHead } from "@durable-agents/core";
-import { sessionConformance } from "@durable-agents/core/conformance";
-import { ScriptedRunner } from "@durable-agents/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
-import { MemoryStore } from "../src/index.js";
+import { SessionClient, defineSession, type SessionHead } from "../src/index.js";
+import { apply, machineConfig, newSessionHead } from "../src/engine.js";
+import { sessionConformance } from "../src/conformance/index.js";
+import { MemoryStore, ScriptedRunner } from "../src/testing/index.js";
 import { JournalEngine } from "./support/journal-engine.js";
 
 const driverOnly = ["text deltas are coalesced and join to the final text"];
