@@ -7,7 +7,8 @@ import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SessionSnapshot } from "@durable-agents/core";
 import { createTestDatabase, startPostgres, type PostgresServer, type TestDatabase } from "@durable-agents/store-postgres/testing";
-import { runToEnd, serverScript, startChild, type Child } from "./support/child.js";
+import { runToEnd, serverScript, type Child } from "./support/child.js";
+import { createSessionOver, startServerChild } from "./support/server-child.js";
 
 let server: PostgresServer;
 let database: TestDatabase;
@@ -25,13 +26,7 @@ afterEach(async () => {
   for (const child of children.splice(0)) await child.kill("SIGKILL");
 });
 
-async function startServer(env: Record<string, string>): Promise<{ child: Child; base: string }> {
-  const child = startChild(serverScript, [], { PORT: "0", HOST: "127.0.0.1", ...env });
-  children.push(child);
-  child.process.stdin.end();
-  const match = await child.waitFor(/order support on (http:\/\/\S+) /);
-  return { child, base: match[1]! };
-}
+const startServer = (env: Record<string, string>) => startServerChild(env, children);
 
 async function waitForTurns(base: string, id: string, token: string, turns: number): Promise<SessionSnapshot> {
   for (;;) {
@@ -48,13 +43,7 @@ describe("pnpm serve with DATABASE_URL", () => {
     const env = { DATABASE_URL: database.connectionString, ORDER_SUPPORT_SESSION_KEY: "the key of the postgres test" };
     const first = await startServer(env);
     expect(first.child.stdout()).toContain(`store: postgres 127.0.0.1:${server.port}/${database.name})`);
-    const created = await fetch(`${first.base}/sessions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ message: "look up order 1001" }),
-    });
-    expect(created.status).toBe(201);
-    const { session_id: id, session_token: token } = (await created.json()) as { session_id: string; session_token: string };
+    const { id, token } = await createSessionOver(first.base, "look up order 1001");
     const answered = await waitForTurns(first.base, id, token, 1);
     expect(answered.messages.at(-1)?.text).toContain("Order 1001 for Ada");
     expect((await first.child.kill("SIGKILL")).signal).toBe("SIGKILL");

@@ -9,7 +9,8 @@ import type { SessionEvent, SessionSnapshot } from "@durable-agents/core";
 import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
 import { OrderDesk } from "../src/order-desk.js";
 import { deskFileFor } from "../src/order-support-store.js";
-import { runToEnd, serverScript, startChild, type Child } from "./support/child.js";
+import { runToEnd, serverScript, type Child } from "./support/child.js";
+import { createSessionOver, startServerChild } from "./support/server-child.js";
 import { SseConnection, type SseMessage } from "./support/sse-reader.js";
 
 const sessionKey = "the key of the restart test";
@@ -22,13 +23,7 @@ afterEach(async () => {
   temp = null;
 });
 
-async function startServer(env: Record<string, string>): Promise<{ child: Child; base: string }> {
-  const child = startChild(serverScript, [], { PORT: "0", HOST: "127.0.0.1", ...env });
-  children.push(child);
-  child.process.stdin.end();
-  const match = await child.waitFor(/order support on (http:\/\/\S+) /);
-  return { child, base: match[1]! };
-}
+const startServer = (env: Record<string, string>) => startServerChild(env, children);
 
 async function snapshot(base: string, id: string, token: string): Promise<SessionSnapshot> {
   const response = await fetch(`${base}/sessions/${id}/snapshot`, { headers: { "x-session-token": token } });
@@ -66,13 +61,7 @@ describe("pnpm serve restarted on the same ORDER_SUPPORT_DB", () => {
     // The first server: a session that looks up an order, then waits for approval of a cancellation.
     const first = await startServer(env);
     expect(first.child.stdout()).toContain(`store: sqlite ${db})`);
-    const created = await fetch(`${first.base}/sessions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ message: "look up order 1001" }),
-    });
-    expect(created.status).toBe(201);
-    const { session_id: id, session_token: token } = (await created.json()) as { session_id: string; session_token: string };
+    const { id, token } = await createSessionOver(first.base, "look up order 1001");
     const before = await SseConnection.open(`${first.base}/sessions/${id}/events`, { "x-session-token": token });
     const seen = await readUntil(before, "turn_completed");
     const sent = await fetch(`${first.base}/sessions/${id}/messages`, {

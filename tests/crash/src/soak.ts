@@ -95,17 +95,8 @@ try {
   const result = await runCrashScenario({
     databaseUrl: url.toString(),
     ...(server ? { server } : {}),
-    sessions: number("sessions"),
-    workers: number("workers"),
-    kills: number("kills"),
+    ...common,
     restarts: number("restarts"),
-    seed: number("seed"),
-    maxTurns: number("max-turns"),
-    leaseTtlMs: number("lease-ttl-ms"),
-    failureRate: number("failure-rate"),
-    spreadMs: minutes * 60_000,
-    timeoutMs: timeoutMinutes * 60_000,
-    log: (line) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`),
   });
   process.stdout.write(`${formatReport(result)}\n`);
   exitCode = result.violations.length === 0 ? 0 : 1;
