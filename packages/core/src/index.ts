@@ -40,4 +40,5 @@ export { driveSession, type DriveEnd, type DriveOptions } from "./session-driver
 export { Worker, type WorkerOptions } from "./worker.js";
 export { SessionClient, type ClientLimits, type SessionClientOptions, type StepLogEntry } from "./client.js";
 export { HistoryCache } from "./history-cache.js";
+export { loadStoredSession } from "./stored-session.js";
 export * as storeInput from "./store-input.js";
