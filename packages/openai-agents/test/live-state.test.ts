@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { RunState, type ModelRequest, type StreamEvent } from "@openai/agents";
-import { InvalidInputError, type HistoryItem, type RecordedOutcome, type RunModelInput, type RunModelResult, type Runner } from "@durable-agents/core";
+import { ConfigurationError, type HistoryItem, type RecordedOutcome, type RunModelInput, type RunModelResult, type Runner } from "@durable-agents/core";
 import { ScriptedModel } from "../src/testing/index.js";
 import { orderAgent } from "./fixtures.js";
 import { callOnce, runTurn } from "./harness.js";
@@ -159,7 +159,7 @@ describe("live run states between the steps of a turn", () => {
       } catch (e) {
         error = e;
       }
-      expect(InvalidInputError.isInstance(error), String(error)).toBe(true);
+      expect(ConfigurationError.isInstance(error), String(error)).toBe(true);
     }
   });
 });
