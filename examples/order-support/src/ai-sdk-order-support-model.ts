@@ -3,7 +3,7 @@
  * (an OpenAI model name), that model through `@ai-sdk/openai`; otherwise the local demo model.
  */
 import { createOpenAI } from "@ai-sdk/openai";
-import { InvalidInputError } from "@durable-agents/core";
+import { ConfigurationError } from "@durable-agents/core";
 import type { LanguageModel } from "ai";
 import { OrderSupportAiSdkDemoModel, type OrderSupportAiSdkDemoModelOptions } from "./ai-sdk-demo-model.js";
 
@@ -25,7 +25,7 @@ export function aiSdkOrderSupportModelFromEnv(
     return { model: new OrderSupportAiSdkDemoModel(demoOptions), description: "demo model (local, no API key needed)", isDemo: true };
   }
   if (key === "") {
-    throw new InvalidInputError(`ORDER_SUPPORT_MODEL is "${name}" but OPENAI_API_KEY is not set; set both, or neither for the demo model`);
+    throw new ConfigurationError(`ORDER_SUPPORT_MODEL is "${name}" but OPENAI_API_KEY is not set; set both, or neither for the demo model`);
   }
   return { model: createOpenAI({ apiKey: key })(name), description: `OpenAI model "${name}" through @ai-sdk/openai`, isDemo: false };
 }

@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { InputTooLargeError, InvalidInputError, type SessionEvent } from "@durable-agents/core";
-import { HttpError, httpErrorOf } from "./http-errors.js";
+import { describeServerError, HttpError, httpErrorOf } from "./http-errors.js";
 import type { OrderSupportClient } from "./session-client-port.js";
 import { SessionTokens } from "./session-tokens.js";
 
@@ -49,7 +49,7 @@ export function createOrderSupportServer(options: OrderSupportServerOptions): Ho
 
   app.onError((error, c) => {
     const { status, body } = httpErrorOf(error);
-    if (status === 500) console.error("order-support server:", error);
+    if (status === 500) console.error(describeServerError(error));
     return c.json(body, status);
   });
   app.notFound((c) => c.json({ error: { code: "not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404));
@@ -155,7 +155,7 @@ function sseResponse(c: AppContext, client: OrderSupportClient, sessionId: strin
             send(sseFrame(event));
           }
         } catch (error) {
-          if (!stop.signal.aborted) console.error("order-support server: event stream failed:", error);
+          if (!stop.signal.aborted) console.error(`event stream failed: ${describeServerError(error)}`);
         } finally {
           clearInterval(keepAlive);
           requestSignal.removeEventListener("abort", onRequestAbort);

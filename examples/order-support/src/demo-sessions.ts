@@ -9,6 +9,7 @@
  * record or the new one, never half of one.
  */
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { errorGuard, StoredStateError } from "@durable-agents/core";
 import type { OrderSupportFramework } from "./order-support-framework.js";
 
 export interface DemoSessionRecord {
@@ -21,9 +22,12 @@ export interface DemoSessionRecord {
   readonly state: "open" | "finished" | "set_aside";
 }
 
-/** A record file that is not one (or cannot be read). */
-export class DemoSessionsFileError extends Error {
-  override readonly name = "DemoSessionsFileError";
+/** A record file that is not one (or cannot be read): a `StoredStateError` of format `demo_sessions`. */
+export class DemoSessionsFileError extends StoredStateError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("demo_sessions", "malformed", undefined, message, options);
+  }
+  static override isInstance = errorGuard<DemoSessionsFileError>("stored_state", "DemoSessionsFileError");
 }
 
 /** How many sessions the file remembers; the oldest go first. */

@@ -38,7 +38,7 @@ export { createOrderSupportSession, orderSupportAgentName, orderSupportPolicies 
 export { startOrderSupportRuntime, type OrderSupportRuntime, type OrderSupportRuntimeOptions } from "./order-support-runtime.js";
 export { createOrderSupportServer, type OrderSupportServerOptions } from "./create-order-support-server.js";
 export { SessionTokens, type TokenCheck } from "./session-tokens.js";
-export { HttpError, httpErrorOf, type HttpErrorBody, type HttpErrorStatus } from "./http-errors.js";
+export { describeServerError, HttpError, httpErrorOf, statusOfCode, type HttpErrorBody, type HttpErrorStatus } from "./http-errors.js";
 export { listen, type Listening } from "./listen.js";
 export type { OrderSupportClient } from "./session-client-port.js";
 export { ProgressRenderer, type ProgressOutput, type ProgressRendererOptions } from "./progress-renderer.js";

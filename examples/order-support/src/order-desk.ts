@@ -11,7 +11,7 @@
  * a cancel that ran twice shows up as two calls, even though the second one was refused.
  */
 import { DatabaseSync } from "node:sqlite";
-import { ToolExecutionError } from "@durable-agents/core";
+import { ConfigurationError, errorGuard, ToolExecutionError } from "@durable-agents/core";
 
 export type OrderStatus = "processing" | "shipped" | "cancelled";
 
@@ -46,15 +46,15 @@ export interface CancelCall {
 }
 
 /** A desk file that cannot be used: not SQLite, another program's database, or a newer layout. */
-export class OrderDeskOpenError extends Error {
-  override readonly name = "OrderDeskOpenError";
+export class OrderDeskOpenError extends ConfigurationError {
   constructor(
     readonly path: string,
     message: string,
     options?: ErrorOptions,
   ) {
-    super(message, options);
+    super(message, [], options);
   }
+  static override isInstance = errorGuard<OrderDeskOpenError>("configuration", "OrderDeskOpenError");
 }
 
 /** "OrDk" in ASCII: marks a SQLite file as an order desk. */

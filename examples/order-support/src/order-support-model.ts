@@ -3,7 +3,7 @@
  * name) in the environment, the real model; otherwise the local demo model, which needs no key.
  */
 import type { Model } from "@openai/agents";
-import { InvalidInputError } from "@durable-agents/core";
+import { ConfigurationError } from "@durable-agents/core";
 import { OrderSupportDemoModel, type OrderSupportDemoModelOptions } from "./demo-model.js";
 
 export interface OrderSupportModelChoice {
@@ -25,7 +25,7 @@ export function orderSupportModelFromEnv(
     return { model: new OrderSupportDemoModel(demoOptions), description: "demo model (local, no API key needed)", isDemo: true };
   }
   if (key === "") {
-    throw new InvalidInputError(`ORDER_SUPPORT_MODEL is "${name}" but OPENAI_API_KEY is not set; set both, or neither for the demo model`);
+    throw new ConfigurationError(`ORDER_SUPPORT_MODEL is "${name}" but OPENAI_API_KEY is not set; set both, or neither for the demo model`);
   }
   return { model: name, description: `OpenAI model "${name}"`, isDemo: false };
 }

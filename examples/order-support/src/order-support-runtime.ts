@@ -4,7 +4,7 @@
  * client. Every process that starts sessions builds the same definition.
  */
 import type { Model } from "@openai/agents";
-import { InvalidInputError, SessionClient, Worker, type SessionDefinition, type SessionStore } from "@durable-agents/core";
+import { ConfigurationError, SessionClient, Worker, type SessionDefinition, type SessionStore } from "@durable-agents/core";
 import { MemoryStore } from "@durable-agents/store-memory";
 import { OrderDesk } from "./order-desk.js";
 import { createOrderSupportSession, orderSupportAgentName } from "./order-support-session.js";
@@ -43,7 +43,7 @@ export function startOrderSupportRuntime(options: OrderSupportRuntimeOptions): O
   const desk = options.desk ?? new OrderDesk();
   const definition = options.session !== undefined ? options.session(desk) : createOrderSupportSession(desk, options.model);
   if (definition.name !== orderSupportAgentName) {
-    throw new InvalidInputError(`the order support session must be named "${orderSupportAgentName}", not "${definition.name}"`);
+    throw new ConfigurationError(`the order support session must be named "${orderSupportAgentName}", not "${definition.name}"`);
   }
   const client = new SessionClient({ store, agents: [orderSupportAgentName] });
   const worker = new Worker({

@@ -17,7 +17,7 @@
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { basename, dirname, extname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { SessionStore } from "@durable-agents/core";
+import { ConfigurationError, errorGuard, type SessionStore } from "@durable-agents/core";
 import { MemoryStore } from "@durable-agents/store-memory";
 import { PostgresStore, migrate } from "@durable-agents/store-postgres";
 import pg from "pg";
@@ -41,8 +41,11 @@ export type StoreChoice =
     };
 
 /** A store choice that cannot work: an unknown kind, PostgreSQL without a URL, a folder that does not exist. */
-export class StoreChoiceError extends Error {
-  override readonly name = "StoreChoiceError";
+export class StoreChoiceError extends ConfigurationError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, [], options);
+  }
+  static override isInstance = errorGuard<StoreChoiceError>("configuration", "StoreChoiceError");
 }
 
 type Env = Readonly<Record<string, string | undefined>>;

@@ -2,8 +2,20 @@
  * Every refusal of the HTTP server: the status, the JSON error, and — read back through the
  * snapshot — that the session did not change.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SessionSnapshot } from "@durable-agents/core";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import {
+  ConfigurationError,
+  ContractViolationError,
+  errorCodes,
+  InvalidInputError,
+  newSessionHead,
+  PolicyError,
+  StoredStateError,
+  UnknownAgentError,
+  type SessionHead,
+  type SessionSnapshot,
+} from "@durable-agents/core";
+import { httpErrorOf, statusOfCode } from "../src/http-errors.js";
 import { SessionTokens } from "../src/session-tokens.js";
 import { startHarness, type Harness, type RequestOptions } from "./support/order-support-harness.js";
 
@@ -181,5 +193,40 @@ describe("decisions in the wrong state", () => {
     // The interrupt is still pending and can be decided properly.
     expect((await harness.request("POST", `/sessions/${id}/interrupts/${interruptId}/reject`, { token })).status).toBe(202);
     await harness.waitFor(id, token, (s) => s.status === "idle");
+  });
+});
+
+describe("server errors", () => {
+  it("answers 500 without details for stored state it cannot read, and logs the cause with its code", async () => {
+    // A session whose head a newer release wrote: the client's versioned parser refuses it.
+    const id = `order-support-${"0".repeat(8)}-newer`;
+    const head = { ...newSessionHead(id, "order-support", new Date().toISOString()), schemaVersion: 2 };
+    await harness.runtime.store.createSession({ head: head as unknown as SessionHead, events: [] });
+    const logged: string[] = [];
+    const spy = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
+    try {
+      const response = await harness.request("GET", `/sessions/${id}/snapshot`, { token: harness.tokens.sign(id) });
+      expect(response.status).toBe(500);
+      expect(await response.json()).toEqual({ error: { code: "internal", message: "the server failed to handle the request" } });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatch(/^order-support server \[stored_state\]: StoredStateError: the stored session head has schema version 2/);
+  });
+
+  it("answers 400 only for bad client input; every other code of the family is a 500", () => {
+    const fourHundred = errorCodes.filter((code) => statusOfCode[code] === 400);
+    expect(fourHundred.sort()).toEqual(["input_too_large", "invalid_input"]);
+    for (const error of [
+      new ConfigurationError("setup"),
+      new ContractViolationError("store", "broke"),
+      new StoredStateError("session_head", "malformed", 1, "damaged"),
+      new PolicyError("typo"),
+      new UnknownAgentError("nobody"),
+    ]) {
+      expect(httpErrorOf(error)).toEqual({ status: 500, body: { error: { code: "internal", message: "the server failed to handle the request" } } });
+    }
+    expect(httpErrorOf(new InvalidInputError("bad")).status).toBe(400);
   });
 });

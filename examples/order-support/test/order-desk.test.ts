@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, describe, expect, it } from "vitest";
-import { ToolExecutionError } from "@durable-agents/core";
+import { ConfigurationError, ToolExecutionError } from "@durable-agents/core";
 import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
 import { OrderDesk, OrderDeskOpenError } from "../src/order-desk.js";
 
@@ -108,6 +108,13 @@ describe("OrderDesk in a file", () => {
     writeFileSync(notes, "not a database at all, just some text that is long enough\n".repeat(20));
     const before = readFileSync(notes);
     expect(() => OrderDesk.open(notes)).toThrow(OrderDeskOpenError);
+    let caught: unknown;
+    try {
+      OrderDesk.open(notes);
+    } catch (error) {
+      caught = error;
+    }
+    expect(OrderDeskOpenError.isInstance(caught) && ConfigurationError.isInstance(caught)).toBe(true);
     expect(readFileSync(notes).equals(before)).toBe(true);
 
     const foreign = newFile();

@@ -1,4 +1,4 @@
-import { InvalidInputError, defineSession } from "@durable-agents/core";
+import { ConfigurationError, defineSession } from "@durable-agents/core";
 import { describe, expect, it } from "vitest";
 import { OrderSupportAiSdkDemoModel } from "../src/ai-sdk-demo-model.js";
 import { aiSdkOrderSupportModelFromEnv } from "../src/ai-sdk-order-support-model.js";
@@ -16,8 +16,8 @@ describe("parseOrderSupportFramework", () => {
     expect(parseOrderSupportFramework(" ai-sdk ")).toBe("ai-sdk");
   });
 
-  it("refuses any other name with an InvalidInputError that names its source", () => {
-    expect(() => parseOrderSupportFramework("AI-SDK", "ORDER_SUPPORT_FRAMEWORK")).toThrow(InvalidInputError);
+  it("refuses any other name with an ConfigurationError that names its source", () => {
+    expect(() => parseOrderSupportFramework("AI-SDK", "ORDER_SUPPORT_FRAMEWORK")).toThrow(ConfigurationError);
     expect(() => parseOrderSupportFramework("vercel", "ORDER_SUPPORT_FRAMEWORK")).toThrow(
       'ORDER_SUPPORT_FRAMEWORK must be one of openai-agents, ai-sdk, not "vercel"',
     );
@@ -37,7 +37,7 @@ describe("the AI SDK model from the environment", () => {
     const choice = aiSdkOrderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini", OPENAI_API_KEY: "sk-x" });
     expect(choice.isDemo).toBe(false);
     expect(choice.model).toMatchObject({ modelId: "gpt-5-mini", provider: expect.stringContaining("openai") });
-    expect(() => aiSdkOrderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini" })).toThrow(InvalidInputError);
+    expect(() => aiSdkOrderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini" })).toThrow(ConfigurationError);
   });
 });
 
@@ -63,6 +63,6 @@ describe("orderSupportSetupFromEnv and the runtime", () => {
     const other = orderSupportSetupFromEnv("ai-sdk", {}).createSession(desk);
     expect(() =>
       startOrderSupportRuntime({ desk, session: () => defineSession({ name: "elsewhere", runner: other.runner }) }),
-    ).toThrow(InvalidInputError);
+    ).toThrow(ConfigurationError);
   });
 });

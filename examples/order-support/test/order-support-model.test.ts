@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidInputError } from "@durable-agents/core";
+import { ConfigurationError } from "@durable-agents/core";
 import { OrderSupportDemoModel } from "../src/demo-model.js";
 import { orderSupportModelFromEnv } from "../src/order-support-model.js";
 
@@ -21,7 +21,7 @@ describe("orderSupportModelFromEnv", () => {
   });
 
   it("refuses a model name without a key instead of falling back silently", () => {
-    expect(() => orderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini" })).toThrow(InvalidInputError);
+    expect(() => orderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini" })).toThrow(ConfigurationError);
     expect(() => orderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini", OPENAI_API_KEY: "" })).toThrow(/OPENAI_API_KEY is not set/);
   });
 });

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { StoreOpenError } from "@durable-agents/core";
+import { ConfigurationError, StoreOpenError } from "@durable-agents/core";
 import { SqliteStore } from "@durable-agents/store-sqlite";
 import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
 import {
@@ -79,7 +79,9 @@ describe("opening the chosen store", () => {
       await opened.close();
     }
     const missing = join(temp.dir, "no", "such", "s.db");
-    await expect(openOrderSupportStore({ kind: "sqlite", path: missing, isDefault: false })).rejects.toThrow(StoreChoiceError);
+    await expect(openOrderSupportStore({ kind: "sqlite", path: missing, isDefault: false })).rejects.toSatisfy(
+      (error: unknown) => StoreChoiceError.isInstance(error) && ConfigurationError.isInstance(error),
+    );
     expect(existsSync(join(temp.dir, "no"))).toBe(false);
     // A default file's folder is created.
     const made = await openOrderSupportStore({ kind: "sqlite", path: join(temp.dir, "made", "s.db"), isDefault: true });

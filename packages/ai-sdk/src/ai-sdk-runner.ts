@@ -2,7 +2,16 @@
  * A core `Runner` for the Vercel AI SDK (`ai`): one `streamText` model call per RunModel step, with
  * tool definitions the SDK cannot execute, and the real tools run one call at a time by `callTool`.
  */
-import { InvalidInputError, PolicyError, currentToolCall, type HistoryItem, type Runner, type Usage } from "@durable-agents/core";
+import {
+  ConfigurationError,
+  ContractViolationError,
+  InvalidInputError,
+  PolicyError,
+  currentToolCall,
+  type HistoryItem,
+  type Runner,
+  type Usage,
+} from "@durable-agents/core";
 import {
   runInToolCall,
   type CallToolInput,
@@ -90,10 +99,10 @@ export class AiSdkRunner implements Runner {
 
   constructor(options: AiSdkRunnerOptions) {
     if (typeof options !== "object" || options === null || options.model == null) {
-      throw new InvalidInputError("an AI SDK runner needs a model");
+      throw new ConfigurationError("an AI SDK runner needs a model");
     }
     if (typeof options.tools !== "object" || options.tools === null) {
-      throw new InvalidInputError("an AI SDK runner needs a tool set (an object keyed by tool name; it may be empty)");
+      throw new ConfigurationError("an AI SDK runner needs a tool set (an object keyed by tool name; it may be empty)");
     }
     this.#options = options;
     const tools = new Map<string, Tool>();
@@ -242,7 +251,7 @@ export class AiSdkRunner implements Runner {
   #stateOf(input: RunModelInput): AiSdkRunState {
     if (input.runState === null) {
       if (input.outcomes.length > 0) {
-        throw new InvalidInputError("outcomes were given without the run state of the step that asked for them");
+        throw new ContractViolationError("engine", "outcomes were given without the run state of the step that asked for them");
       }
       return { messages: [], pending: [] };
     }
@@ -256,10 +265,13 @@ export class AiSdkRunner implements Runner {
     const pendingIds = new Set(state.pending.map((call) => call.toolCallId));
     const unknown = input.outcomes.filter((outcome) => !pendingIds.has(outcome.toolCallId)).map((o) => o.toolCallId);
     if (missing.length > 0 || unknown.length > 0) {
-      throw new InvalidInputError("the outcomes do not match the calls the model asked for", [
-        ...missing.map((id) => `no outcome for call ${id}`),
-        ...unknown.map((id) => `outcome for call ${id}, which the model did not ask for`),
-      ]);
+      throw new ContractViolationError(
+        "engine",
+        `the outcomes do not match the calls the model asked for: ${[
+          ...missing.map((id) => `no outcome for call ${id}`),
+          ...unknown.map((id) => `outcome for call ${id}, which the model did not ask for`),
+        ].join("; ")}`,
+      );
     }
     return state.pending.map((call) => outcomeMessage(byId.get(call.toolCallId)!));
   }

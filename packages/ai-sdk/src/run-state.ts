@@ -1,13 +1,17 @@
 /**
  * The run state this runner hands the engine between the RunModel steps of one turn: the turn's
  * model messages so far (never the earlier history, which the engine hands back on every step)
- * and the calls of the last response that still wait for their outcomes.
+ * and the calls of the last response that still wait for their outcomes. It carries `version`; every
+ * read goes through `runStateCodec.decode`, which throws `StoredStateError` (format
+ * `ai_sdk_run_state`) for a state of an unknown version or a damaged one.
  */
-import { InvalidInputError } from "@durable-agents/core";
+import { StoredStateError } from "@durable-agents/core";
 import type { ModelMessage } from "ai";
 import { z } from "zod";
 
-const RUN_STATE_VERSION = 1;
+export const RUN_STATE_FORMAT = "ai_sdk_run_state";
+export const RUN_STATE_VERSION = 1;
+export const supportedRunStateVersions = [1] as const;
 
 const RunStateSchema = z.object({
   version: z.literal(RUN_STATE_VERSION),
@@ -30,15 +34,27 @@ export const runStateCodec = {
     let value: unknown;
     try {
       value = JSON.parse(text);
-    } catch {
-      throw new InvalidInputError("the AI SDK run state is not JSON");
+    } catch (error) {
+      throw new StoredStateError(RUN_STATE_FORMAT, "malformed", undefined, "the AI SDK run state is not JSON", { cause: error });
+    }
+    const version = typeof value === "object" && value !== null ? (value as { version?: unknown }).version : undefined;
+    if (!(supportedRunStateVersions as readonly unknown[]).includes(version)) {
+      const newer = typeof version === "number" && Number.isInteger(version) && version > RUN_STATE_VERSION;
+      throw new StoredStateError(
+        RUN_STATE_FORMAT,
+        newer ? "unknown_version" : "malformed",
+        version,
+        newer
+          ? `the AI SDK run state has version ${version}, newer than this release reads (${supportedRunStateVersions.join(", ")}); upgrade to read it`
+          : `the AI SDK run state has no supported version (found ${JSON.stringify(version) ?? "none"})`,
+      );
     }
     const parsed = RunStateSchema.safeParse(value);
     if (!parsed.success) {
-      throw new InvalidInputError(
-        "the AI SDK run state does not have the expected shape",
-        parsed.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`),
-      );
+      const issues = parsed.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`);
+      throw new StoredStateError(RUN_STATE_FORMAT, "malformed", version, `the AI SDK run state is damaged: ${issues.join("; ")}`, {
+        cause: parsed.error,
+      });
     }
     return { messages: parsed.data.messages as unknown as ModelMessage[], pending: parsed.data.pending };
   },

@@ -1,4 +1,4 @@
-import { DurableAgentsError, InvalidInputError, ToolExecutionError, currentToolCall } from "@durable-agents/core";
+import { ContractViolationError, DurableAgentsError, StoredStateError, ToolExecutionError, currentToolCall } from "@durable-agents/core";
 import type { RunModelInput, RunModelResult } from "@durable-agents/core/engine";
 import { tool, type ModelMessage } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
@@ -233,7 +233,7 @@ describe("AiSdkRunner.runModel", () => {
     expect(second.history.at(-1)!.display).toEqual({ role: "assistant", text: "(noted 1 failed turn(s)) You said: what now?" });
   });
 
-  it("refuses a malformed run state or outcomes that do not match the calls, with a typed error", async () => {
+  it("refuses a damaged or newer run state (stored state) and outcomes that do not match the calls (the engine's contract)", async () => {
     const { runner, model } = makeAgent();
     const step = toolCalls(await firstStep(runner, 'call echo {"text":"x"}'));
     const base = {
@@ -246,16 +246,19 @@ describe("AiSdkRunner.runModel", () => {
       emit: () => {},
     };
     const calls = model.calls;
-    await expect(runner.runModel({ ...base, runState: "{not json", outcomes: [] })).rejects.toSatisfy(InvalidInputError.isInstance);
-    await expect(runner.runModel({ ...base, runState: '{"version":9}', outcomes: [] })).rejects.toSatisfy(InvalidInputError.isInstance);
-    await expect(runner.runModel({ ...base, runState: step.runState, outcomes: [] })).rejects.toSatisfy(InvalidInputError.isInstance);
+    const stored = (reason: string, version: unknown) => (error: unknown) =>
+      StoredStateError.isInstance(error) && error.format === "ai_sdk_run_state" && error.reason === reason && error.version === version;
+    await expect(runner.runModel({ ...base, runState: "{not json", outcomes: [] })).rejects.toSatisfy(stored("malformed", undefined));
+    await expect(runner.runModel({ ...base, runState: '{"version":9}', outcomes: [] })).rejects.toSatisfy(stored("unknown_version", 9));
+    await expect(runner.runModel({ ...base, runState: '{"version":1}', outcomes: [] })).rejects.toSatisfy(stored("malformed", 1));
+    await expect(runner.runModel({ ...base, runState: step.runState, outcomes: [] })).rejects.toSatisfy(ContractViolationError.isInstance);
     await expect(
       runner.runModel({
         ...base,
         runState: null,
         outcomes: [{ toolCallId: "x", name: "echo", status: "succeeded", text: "x", output: "x" }],
       }),
-    ).rejects.toSatisfy(InvalidInputError.isInstance);
+    ).rejects.toSatisfy((error: unknown) => ContractViolationError.isInstance(error) && error.party === "engine");
     expect(model.calls).toBe(calls);
   });
 

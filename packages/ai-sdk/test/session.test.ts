@@ -1,4 +1,4 @@
-import { InvalidInputError, PolicyError, defaultModelRetry } from "@durable-agents/core";
+import { ConfigurationError, DurableAgentsError, InvalidInputError, PolicyError, defaultModelRetry } from "@durable-agents/core";
 import { tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -44,7 +44,16 @@ describe("aiSdkSession", () => {
   it("refuses a policy that names no tool", () => {
     expect(() =>
       aiSdkSession({ name: "support", model: new ScriptedLanguageModel(), tools, policies: { lookpu: { effect: "read" } } }),
-    ).toThrowError(expect.objectContaining({ code: "policy", message: expect.stringContaining('"lookpu" names no tool') }));
+    ).toThrowError(expect.objectContaining({ code: "configuration", message: expect.stringContaining('"lookpu" names no tool') }));
+    let caught: unknown;
+    try {
+      aiSdkSession({ name: "support", model: new ScriptedLanguageModel(), tools, policies: { lookpu: { effect: "read" } } });
+    } catch (error) {
+      caught = error;
+    }
+    expect(PolicyError.isInstance(caught)).toBe(true);
+    expect(ConfigurationError.isInstance(caught)).toBe(true);
+    expect(InvalidInputError.isInstance(caught)).toBe(false);
   });
 
   it("refuses a tool without execute, which a durable session could never run", () => {
@@ -59,9 +68,9 @@ describe("aiSdkSession", () => {
     expect((caught as Error).message).toContain('tool "ask" has no execute function');
   });
 
-  it("refuses a malformed name or a missing model with a typed error", () => {
+  it("refuses a malformed name or a missing model with a typed error: a configuration mistake, not bad input", () => {
     expect(() => aiSdkSession({ name: "no spaces allowed", model: new ScriptedLanguageModel(), tools })).toThrowError(
-      expect.objectContaining({ code: "invalid_input" }),
+      expect.objectContaining({ code: "configuration" }),
     );
     let caught: unknown;
     try {
@@ -69,7 +78,8 @@ describe("aiSdkSession", () => {
     } catch (error) {
       caught = error;
     }
-    expect(InvalidInputError.isInstance(caught)).toBe(true);
+    expect(ConfigurationError.isInstance(caught)).toBe(true);
+    expect(PolicyError.isInstance(caught)).toBe(false);
     const refusals = [
       () => aiSdkSession({ name: "support", model: new ScriptedLanguageModel(), tools: undefined as never }),
       () => definitionOf().runner.userItem("message", 42 as never),
@@ -78,10 +88,11 @@ describe("aiSdkSession", () => {
         build();
         return "accepted";
       } catch (error) {
-        return InvalidInputError.isInstance(error) ? "invalid_input" : String(error);
+        return DurableAgentsError.isInstance(error) ? error.code : String(error);
       }
     });
-    expect(refusals).toEqual(["invalid_input", "invalid_input"]);
+    // A missing tool set is the application's mistake; a user item without text is bad input to the runner.
+    expect(refusals).toEqual(["configuration", "invalid_input"]);
   });
 
   it("builds user items and failure notes as SDK user messages", () => {

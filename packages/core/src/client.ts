@@ -15,6 +15,7 @@ import {
 import { newSessionHead } from "./machine.js";
 import type { InboxEntry, SessionEvent, SessionSnapshot, StepKind } from "./schemas.js";
 import type { EnqueueResult, SessionStore, StoredSession } from "./store.js";
+import { loadStoredSession } from "./stored-session.js";
 
 export interface ClientLimits {
   /** Longest accepted message or rejection message, in characters. Default 32,768. */
@@ -253,7 +254,7 @@ export class SessionClient {
   }
 
   private async load(sessionId: string): Promise<StoredSession> {
-    const stored = await this.store.loadSession(sessionId);
+    const stored = await loadStoredSession(this.store, sessionId);
     if (!stored) throw new SessionNotFoundError(sessionId);
     return stored;
   }

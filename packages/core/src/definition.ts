@@ -2,7 +2,7 @@
  * A session definition: an agent's runner plus its tool policies and the engine's knobs. Built once
  * per process; every process that runs or starts sessions of this agent builds the same one.
  */
-import { InvalidInputError, PolicyError } from "./errors.js";
+import { ConfigurationError, PolicyError } from "./errors.js";
 import { validatePolicies, type ToolDescription, type ToolPolicies } from "./policy.js";
 import type { MachineConfig } from "./machine.js";
 import { defaultModelRetry, defaultToolBackoff, type BackoffPolicy, type RetryPolicy } from "./retry.js";
@@ -34,7 +34,7 @@ export interface SessionDefinition {
 /** Validates the policies against the runner's tools (a typo is a `PolicyError`) and fills defaults. */
 export function defineSession(options: SessionDefinitionOptions): SessionDefinition {
   if (typeof options.name !== "string" || !/^[A-Za-z0-9._-]{1,100}$/.test(options.name)) {
-    throw new InvalidInputError("a session definition needs a name of 1-100 letters, digits, '.', '_' or '-'");
+    throw new ConfigurationError("a session definition needs a name of 1-100 letters, digits, '.', '_' or '-'");
   }
   const tools = options.runner.tools();
   const seen = new Set<string>();
@@ -46,7 +46,7 @@ export function defineSession(options: SessionDefinitionOptions): SessionDefinit
   options.runner.validatePolicies?.(policies);
   const modelRetry = { ...defaultModelRetry, ...options.modelRetry };
   if (!Number.isInteger(modelRetry.maxAttempts) || modelRetry.maxAttempts < 1) {
-    throw new InvalidInputError("modelRetry.maxAttempts must be a positive integer");
+    throw new ConfigurationError("modelRetry.maxAttempts must be a positive integer");
   }
   return {
     name: options.name,

@@ -31,6 +31,7 @@ export { defaultRejectionMessage, describeOutcome, describeTurnFailure, TURN_FAI
 export { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
 export { driveSession, type DriveEnd, type DriveOptions } from "./session-driver.js";
 export { HistoryCache } from "./history-cache.js";
+export { loadStoredSession } from "./stored-session.js";
 export * as storeInput from "./store-input.js";
 export type * from "./runner.js";
 export type * from "./store.js";

@@ -1,7 +1,12 @@
 /**
- * Typed errors. Every error carries a stable `code` and is recognised across duplicate installs
- * of this package through a `Symbol.for` marker (use `DurableAgentsError.isInstance`, not
- * `instanceof`).
+ * Typed errors. Every error of every Durable Agents package is a `DurableAgentsError`: it carries a
+ * stable `code` that names its cause, and is recognised across duplicate installs of a package
+ * through a `Symbol.for` marker (use `XError.isInstance`, not `instanceof`).
+ *
+ * The causes that are nobody's fault but a caller's, an operator's or a component's each have their
+ * own code: `invalid_input` (bad client input), `configuration` (a setup mistake of the
+ * application), `contract_violation` (a runner or store broke its interface's contract) and
+ * `stored_state` (stored data that is corrupt or of an unknown version).
  */
 const marker = Symbol.for("durable-agents.error");
 
@@ -14,11 +19,34 @@ export type ErrorCode =
   | "duplicate_resolution"
   | "version_conflict"
   | "lease_lost"
-  | "policy"
+  | "configuration"
+  | "contract_violation"
+  | "stored_state"
   | "unknown_agent"
   | "tool_execution"
+  | "model_step"
   | "timeout"
   | "store_open";
+
+/** Every code, in the order of the table in the README. */
+export const errorCodes: readonly ErrorCode[] = Object.freeze([
+  "invalid_input",
+  "input_too_large",
+  "session_not_found",
+  "interrupt_not_found",
+  "unknown_agent",
+  "session_state",
+  "duplicate_resolution",
+  "timeout",
+  "configuration",
+  "contract_violation",
+  "stored_state",
+  "store_open",
+  "version_conflict",
+  "lease_lost",
+  "tool_execution",
+  "model_step",
+]);
 
 export class DurableAgentsError extends Error {
   readonly [marker] = true;
@@ -35,9 +63,15 @@ export class DurableAgentsError extends Error {
   }
 }
 
-function guard<T extends DurableAgentsError>(code: ErrorCode) {
-  return (value: unknown): value is T => DurableAgentsError.isInstance(value) && value.code === code;
+/**
+ * The `isInstance` guard of an error class: its code, and for a class that shares its code with a
+ * more general class (`PolicyError` is a `ConfigurationError`), also its name.
+ */
+export function errorGuard<T extends DurableAgentsError>(code: ErrorCode, name?: string) {
+  return (value: unknown): value is T =>
+    DurableAgentsError.isInstance(value) && value.code === code && (name === undefined || (value as Error).name === name);
 }
+const guard = errorGuard;
 
 /** No session has this ID. */
 export class SessionNotFoundError extends DurableAgentsError {
@@ -58,7 +92,10 @@ export class InterruptNotFoundError extends DurableAgentsError {
   static override isInstance = guard<InterruptNotFoundError>("interrupt_not_found");
 }
 
-/** The input does not have the documented shape. `issues` lists what is wrong. */
+/**
+ * Bad client input: the input of a call does not have the documented shape. `issues` lists what is
+ * wrong. The caller must fix its call; nothing was changed.
+ */
 export class InvalidInputError extends DurableAgentsError {
   constructor(
     message: string,
@@ -123,12 +160,71 @@ export class LeaseLostError extends DurableAgentsError {
   static override isInstance = guard<LeaseLostError>("lease_lost");
 }
 
-/** A tool policy map does not fit the agent (a typo, a duplicate tool, an unsupported tool). */
-export class PolicyError extends DurableAgentsError {
-  constructor(message: string) {
-    super("policy", message);
+/**
+ * A configuration mistake of the application (an option out of range, a missing model, a worker
+ * without session definitions, an environment variable naming no choice). Whoever sets the
+ * application up must fix it; no session was touched. `issues` lists what is wrong.
+ */
+export class ConfigurationError extends DurableAgentsError {
+  constructor(
+    message: string,
+    readonly issues: string[] = [],
+    options?: ErrorOptions,
+  ) {
+    super("configuration", message, options);
   }
-  static override isInstance = guard<PolicyError>("policy");
+  static override isInstance = guard<ConfigurationError>("configuration");
+}
+
+/**
+ * A tool policy map does not fit the agent (a typo, a duplicate tool, an unsupported tool): a
+ * `ConfigurationError` (code `configuration`), recognised on its own with `PolicyError.isInstance`.
+ */
+export class PolicyError extends ConfigurationError {
+  constructor(message: string) {
+    super(message);
+  }
+  static override isInstance = guard<PolicyError>("configuration", "PolicyError");
+}
+
+/** Who broke a contract: a runner, a store, or the engine calling a runner. */
+export type ContractParty = "runner" | "store" | "engine";
+
+/**
+ * A component broke the contract of its interface: a store answered what the store contract rules
+ * out (a head of another session, fewer history items than the head counts), or a runner was handed
+ * or returned what the runner contract rules out. A bug of that component; its author must fix it.
+ */
+export class ContractViolationError extends DurableAgentsError {
+  constructor(
+    readonly party: ContractParty,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super("contract_violation", message, options);
+  }
+  static override isInstance = guard<ContractViolationError>("contract_violation");
+}
+
+/** What stored state could not be read: `unknown_version` (written by a newer version) or `malformed`. */
+export type StoredStateReason = "unknown_version" | "malformed";
+
+/**
+ * Stored state is corrupt or of a version this code does not know (a newer release wrote it).
+ * `format` names the stored format (`session_head`, or an adapter's run state), `version` the
+ * version found. Nothing was changed; an operator must repair the data or upgrade.
+ */
+export class StoredStateError extends DurableAgentsError {
+  constructor(
+    readonly format: string,
+    readonly reason: StoredStateReason,
+    readonly version: unknown,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super("stored_state", message, options);
+  }
+  static override isInstance = guard<StoredStateError>("stored_state");
 }
 
 /** No session definition with this agent name is registered. */
@@ -148,6 +244,18 @@ export class ToolExecutionError extends DurableAgentsError {
     super("tool_execution", message, options);
   }
   static override isInstance = guard<ToolExecutionError>("tool_execution");
+}
+
+/**
+ * Thrown by a runner's `runModel` for a failure another attempt cannot fix (the provider refused the
+ * request for good, the model is not available): the turn fails at once with this message instead
+ * of retrying the step. Any other error is retried per `modelRetry`.
+ */
+export class ModelStepError extends DurableAgentsError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("model_step", message, options);
+  }
+  static override isInstance = guard<ModelStepError>("model_step");
 }
 
 /** A wait (e.g. `waitUntilIdle`) ran out of time; nothing was changed. */

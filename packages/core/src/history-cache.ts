@@ -3,6 +3,7 @@
  * stored, so a cached prefix stays valid: loading a session again reads only the items past it.
  * Least recently used sessions are dropped beyond `maxItems` items in all.
  */
+import { ContractViolationError } from "./errors.js";
 import type { HistoryItem } from "./schemas.js";
 import type { SessionStore } from "./store.js";
 
@@ -16,12 +17,23 @@ export class HistoryCache {
   /**
    * The session's history of `length` items: the cached prefix plus what the store holds past it.
    * The returned array is the cache's own: append to it only what a successful commit stored.
+   * Throws `ContractViolationError` when the store holds fewer items than the head counts.
    */
   async load(store: SessionStore, sessionId: string, length: number): Promise<HistoryItem[]> {
     let history = this.entries.get(sessionId)?.history;
     if (history && history.length > length) history = undefined;
     if (!history) history = [];
-    if (history.length < length) history.push(...(await store.readHistory(sessionId, history.length)));
+    if (history.length < length) {
+      const offset = history.length;
+      const read = await store.readHistory(sessionId, offset);
+      if (offset + read.length < length) {
+        throw new ContractViolationError(
+          "store",
+          `session "${sessionId}" counts ${length} history items, but the store holds ${offset + read.length}`,
+        );
+      }
+      history.push(...read);
+    }
     this.remember(sessionId, history);
     return history;
   }

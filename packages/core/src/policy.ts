@@ -26,8 +26,6 @@ export interface EffectRule {
   /** What happens to a call found running after its worker died. */
   readonly onCrash: "rerun" | "outcome_unknown";
   readonly approvalByDefault: boolean;
-  /** Whether the tool gets the idempotency key `<sessionId>/<turnId>/<toolCallId>`. */
-  readonly idempotencyKey: boolean;
 }
 
 export const policyTable: Readonly<Record<ToolEffect, EffectRule>> = Object.freeze({
@@ -38,7 +36,6 @@ export const policyTable: Readonly<Record<ToolEffect, EffectRule>> = Object.free
     exhausted: "failed",
     onCrash: "rerun",
     approvalByDefault: false,
-    idempotencyKey: false,
   },
   idempotent_write: {
     effect: "idempotent_write",
@@ -47,7 +44,6 @@ export const policyTable: Readonly<Record<ToolEffect, EffectRule>> = Object.free
     exhausted: "outcome_unknown",
     onCrash: "rerun",
     approvalByDefault: false,
-    idempotencyKey: true,
   },
   non_idempotent_write: {
     effect: "non_idempotent_write",
@@ -56,7 +52,6 @@ export const policyTable: Readonly<Record<ToolEffect, EffectRule>> = Object.free
     exhausted: "outcome_unknown",
     onCrash: "outcome_unknown",
     approvalByDefault: true,
-    idempotencyKey: false,
   },
   unclassified: {
     effect: "unclassified",
@@ -65,13 +60,16 @@ export const policyTable: Readonly<Record<ToolEffect, EffectRule>> = Object.free
     exhausted: "outcome_unknown",
     onCrash: "outcome_unknown",
     approvalByDefault: true,
-    idempotencyKey: false,
   },
 });
 
 export const defaultToolEffect: ToolEffect = "unclassified";
 
-/** The idempotency key of one tool call. Every attempt of the call, and every rerun after a crash, sees the same key. */
+/**
+ * The idempotency key of one tool call, whatever its effect (so it is not a column of the table).
+ * Every attempt of the call, and every rerun after a crash, sees the same key; it matters most to an
+ * `idempotent_write`, the one effect that is retried.
+ */
 export function idempotencyKey(sessionId: string, turnId: string, toolCallId: string): string {
   return `${sessionId}/${turnId}/${toolCallId}`;
 }

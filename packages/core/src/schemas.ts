@@ -3,6 +3,7 @@
  * carries `schemaVersion`; `parseSessionHead` loads every supported version.
  */
 import { z } from "zod";
+import { StoredStateError } from "./errors.js";
 import { ToolEffect } from "./policy.js";
 
 export const SESSION_SCHEMA_VERSION = 1;
@@ -144,9 +145,38 @@ export const SessionHead = z.object({
 });
 export type SessionHead = z.infer<typeof SessionHead>;
 
-/** Loads stored state of any supported schema version. */
+/**
+ * The one reader of stored session heads: loads a head of any supported schema version. Throws
+ * `StoredStateError` (`format` "session_head") for a head of an unknown version (`unknown_version`,
+ * e.g. written by a newer release) or one that does not have its version's shape (`malformed`).
+ */
 export function parseSessionHead(value: unknown): SessionHead {
-  return SessionHead.parse(value);
+  const version = typeof value === "object" && value !== null ? (value as { schemaVersion?: unknown }).schemaVersion : undefined;
+  if (!(supportedSessionSchemaVersions as readonly unknown[]).includes(version)) {
+    const known = supportedSessionSchemaVersions.join(", ");
+    if (typeof version === "number" && Number.isInteger(version) && version > SESSION_SCHEMA_VERSION) {
+      throw new StoredStateError(
+        "session_head",
+        "unknown_version",
+        version,
+        `the stored session head has schema version ${version}, newer than this release reads (${known}); upgrade to read it`,
+      );
+    }
+    throw new StoredStateError(
+      "session_head",
+      version === undefined ? "malformed" : "unknown_version",
+      version,
+      `the stored session head has no supported schema version (found ${JSON.stringify(version) ?? "none"}, supported ${known})`,
+    );
+  }
+  const parsed = SessionHead.safeParse(value);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`);
+    throw new StoredStateError("session_head", "malformed", version, `the stored session head is damaged: ${issues.join("; ")}`, {
+      cause: parsed.error,
+    });
+  }
+  return parsed.data;
 }
 
 /** An entry of a session's durable, ordered inbox. */

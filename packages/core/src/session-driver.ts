@@ -4,12 +4,13 @@
  * commits the transition under the lease (one commit for whatever was ready at once), and launches
  * the steps the machine started (the tool calls of one response in parallel). What is ready, what
  * is in flight, retries and backoff are the machine's rules; the loop waits for the time it names.
- * Commits are serialized; a refused commit ends the drive.
+ * Commits are serialized; a refused commit ends the drive. Any other unexpected error (a store that
+ * fails, a step whose task broke) ends the drive by throwing it, so the worker reports it.
  */
 import { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
 import { HistoryCache } from "./history-cache.js";
 import { machineConfig, type SessionDefinition } from "./definition.js";
-import { LeaseLostError, ToolExecutionError, VersionConflictError } from "./errors.js";
+import { LeaseLostError, ModelStepError, StoredStateError, ToolExecutionError, VersionConflictError } from "./errors.js";
 import {
   applyAll,
   currentCalls,
@@ -20,8 +21,9 @@ import {
   type MachineInput,
 } from "./machine.js";
 import type { RunModelResult } from "./runner.js";
-import { parseSessionHead, type EventBody, type HistoryItem, type SessionHead } from "./schemas.js";
+import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
 import type { Lease, SessionStore } from "./store.js";
+import { loadStoredSession } from "./stored-session.js";
 import { runInToolCall } from "./tool-context.js";
 
 export interface DriveOptions {
@@ -65,6 +67,8 @@ class SessionDriver {
   private wakeUp: (() => void) | null = null;
   private commitChain: Promise<unknown> = Promise.resolve();
   private lost = false;
+  /** The first unexpected error of a launched step or a commit: the drive ends by throwing it. */
+  private failure: { readonly error: unknown } | null = null;
   private readonly config: MachineConfig;
   private readonly store: SessionStore;
   private readonly definition: SessionDefinition;
@@ -78,9 +82,9 @@ class SessionDriver {
   }
 
   async run(): Promise<DriveEnd> {
-    const stored = await this.store.loadSession(this.sessionId);
+    const stored = await loadStoredSession(this.store, this.sessionId);
     if (!stored) return "missing";
-    this.head = parseSessionHead(stored.head);
+    this.head = stored.head;
     this.version = stored.version;
     const unsubscribe = this.store.subscribe((n) => {
       if (n.kind === "inbox" && n.sessionId === this.sessionId) {
@@ -91,8 +95,11 @@ class SessionDriver {
     const onAbort = () => this.poke();
     this.options.signal.addEventListener("abort", onAbort);
     try {
-      return await this.loop();
+      const end = await this.loop();
+      if (this.failure) throw this.failure.error;
+      return end;
     } catch (error) {
+      if (this.failure) throw this.failure.error;
       if (this.isLostError(error)) return "lost";
       throw error;
     } finally {
@@ -109,7 +116,7 @@ class SessionDriver {
   private async loop(): Promise<DriveEnd> {
     await this.advance([{ type: "recover", fence: this.options.lease.fence }], [], false);
     for (;;) {
-      if (this.options.signal.aborted || this.lost) return "lost";
+      if (this.options.signal.aborted || this.lost || this.failure) return "lost";
       const stopping = this.options.stopping();
       const inputs: MachineInput[] = [];
       const deltas: EventBody[] = [];
@@ -216,6 +223,7 @@ class SessionDriver {
     });
     this.commitChain = run.catch((error) => {
       if (this.isLostError(error)) this.lost = true;
+      else this.fail(error);
     });
     return run;
   }
@@ -226,11 +234,18 @@ class SessionDriver {
       .then((done) => {
         this.completions.push(done);
       })
-      .catch(() => {
-        this.lost = true;
+      .catch((error) => {
+        if (this.isLostError(error)) this.lost = true;
+        else this.fail(error);
         this.completions.push(null);
       })
       .finally(() => this.poke());
+  }
+
+  /** Records the first unexpected error; the loop stops and the drive throws it. */
+  private fail(error: unknown): void {
+    this.failure ??= { error };
+    this.poke();
   }
 
   private async loadHistory(): Promise<HistoryItem[]> {
@@ -261,7 +276,12 @@ class SessionDriver {
       } catch (error) {
         // Deltas still buffered go into the same commit as the step's result.
         const events = await coalescer.finish();
-        return { input: { type: "model_attempt_failed", turnId, modelStep, attempt, error: errorText(error) } as const, events };
+        // Another attempt cannot fix a failure the runner says is final, nor a run state it cannot read.
+        const retryable = !ModelStepError.isInstance(error) && !StoredStateError.isInstance(error);
+        return {
+          input: { type: "model_attempt_failed", turnId, modelStep, attempt, error: errorText(error), ...(retryable ? {} : { retryable }) } as const,
+          events,
+        };
       }
       const events = await coalescer.finish();
       return { input: { type: "model_completed", turnId, modelStep, attempt, result } as const, events };

@@ -7,6 +7,9 @@ import { InvalidInputError } from "./errors.js";
 import type { EventBody, HistoryItem, InboxEntry, SessionHead } from "./schemas.js";
 import type { AcquireLeaseOptions, Commit, Lease, NewSession } from "./store.js";
 
+/** The longest session ID every store accepts (PostgreSQL's notifications name the session in an 8000-byte payload). */
+export const maxSessionIdLength = 1000;
+
 export function checkSessionId(sessionId: unknown): asserts sessionId is string {
   if (typeof sessionId !== "string" || sessionId.length === 0) {
     throw new InvalidInputError("a session ID is a non-empty string", ["sessionId"]);
@@ -83,6 +86,9 @@ export function checkDedupeKey(dedupeKey: unknown): void {
 export function checkNewSession(session: NewSession): { head: SessionHead; events: readonly EventBody[] } {
   const head = session?.head;
   checkHead(head, undefined);
+  if (head.sessionId.length > maxSessionIdLength) {
+    throw new InvalidInputError(`a session ID has at most ${maxSessionIdLength} characters`, ["head.sessionId"]);
+  }
   const events = checkEvents(session.events);
   if (session.inbox !== undefined) {
     checkInboxEntry(session.inbox?.entry);

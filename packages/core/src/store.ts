@@ -14,6 +14,10 @@ export interface Lease {
 }
 
 export interface StoredSession {
+  /**
+   * The head as stored. A store returns what it stored (it need not parse it); core reads every
+   * session through `loadStoredSession`, which parses it with `parseSessionHead`.
+   */
   readonly head: SessionHead;
   readonly version: number;
   readonly lastEventSeq: number;
@@ -65,6 +69,7 @@ export interface AcquireLeaseOptions {
 export interface SessionStore {
   /** Throws `SessionStateError` when the ID is taken. */
   createSession(session: NewSession): Promise<CommitResult>;
+  /** The session as stored, or null. Core parses its head (`loadStoredSession`); a store need not. */
   loadSession(sessionId: string): Promise<StoredSession | null>;
   readHistory(sessionId: string, offset?: number): Promise<HistoryItem[]>;
   /**

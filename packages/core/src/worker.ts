@@ -6,10 +6,11 @@
 import { randomUUID } from "node:crypto";
 import type { CoalescerOptions } from "./coalescer.js";
 import type { SessionDefinition } from "./definition.js";
-import { InvalidInputError } from "./errors.js";
+import { ConfigurationError } from "./errors.js";
 import { HistoryCache } from "./history-cache.js";
 import { driveSession, type DriveEnd } from "./session-driver.js";
 import type { Lease, SessionStore } from "./store.js";
+import { loadStoredSession } from "./stored-session.js";
 
 export interface WorkerOptions {
   readonly store: SessionStore;
@@ -22,7 +23,11 @@ export interface WorkerOptions {
   /** Fallback poll for work when no notification arrives. Default 1 s. */
   readonly pollIntervalMs?: number;
   readonly coalescing?: CoalescerOptions;
-  /** Errors that do not belong to a session (store unreachable, ...). Default: console.error. */
+  /**
+   * Every unexpected error: one that ends a drive (a store that fails, stored state it cannot read,
+   * a store or runner breaking its contract) and one of leasing or renewing (store unreachable).
+   * Default: console.error.
+   */
   readonly onError?: (error: unknown) => void;
 }
 
@@ -67,7 +72,7 @@ export class Worker {
   }
 
   constructor(private readonly options: WorkerOptions) {
-    if (options.sessions.length === 0) throw new InvalidInputError("a worker needs at least one session definition");
+    if (options.sessions.length === 0) throw new ConfigurationError("a worker needs at least one session definition");
     this.store = options.store;
     this.workerId = options.workerId ?? `worker-${randomUUID()}`;
     this.definitions = new Map(options.sessions.map((d) => [d.name, d]));
@@ -181,7 +186,7 @@ export class Worker {
     const entry: Held = { lease, controller, done: Promise.resolve() };
     const renew = setInterval(() => void this.renew(entry), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
     const drive = async (): Promise<DriveEnd> => {
-      const stored = await this.store.loadSession(lease.sessionId);
+      const stored = await loadStoredSession(this.store, lease.sessionId);
       const def = stored ? this.definitions.get(stored.head.agent) : undefined;
       if (!stored || !def) return "missing";
       return driveSession({

@@ -279,6 +279,20 @@ describe("the session state machine", () => {
     expect(failed.due.steps).toEqual([{ kind: "RunModel", turnId: "turn-2", modelStep: 1, attempt: 1 }]);
   });
 
+  it("fails a turn at once on a model failure that is not retryable, and starts the queued turn", () => {
+    const { head } = run(fresh(), message(1, "first"), message(2, "second"));
+    const failed = run(head, { type: "model_attempt_failed", turnId: "turn-1", modelStep: 1, attempt: 1, error: "the model is gone", retryable: false });
+    expect(failed.events).toContain("turn_failed");
+    expect(failed.history[0]?.display.text).toMatch(/failed: the model step failed and cannot be retried: the model is gone\n/);
+    expect(failed.head.turn?.turnId).toBe("turn-2");
+    expect(failed.head.turnCount).toBe(2);
+    expect(failed.due.steps).toEqual([{ kind: "RunModel", turnId: "turn-2", modelStep: 1, attempt: 1 }]);
+    // retryable: true (or absent) keeps the config's retries.
+    const retried = run(head, { type: "model_attempt_failed", turnId: "turn-1", modelStep: 1, attempt: 1, error: "boom", retryable: true });
+    expect(retried.events).not.toContain("turn_failed");
+    expect(retried.due).toEqual({ steps: [], nextAt: NOW + 10 });
+  });
+
   it("fails a turn that exceeds its model steps", () => {
     let { head } = run(fresh(), message(1, "loop"));
     for (let i = 1; i <= 5; i++) {

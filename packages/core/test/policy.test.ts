@@ -19,6 +19,10 @@ describe("the tool-effect policy table", () => {
       ["non_idempotent_write", "CallSingleAttemptTool", 1, "outcome_unknown", "outcome_unknown", true],
       ["unclassified", "CallSingleAttemptTool", 1, "outcome_unknown", "outcome_unknown", true],
     ]);
+    // Every column is one the machine reads; the idempotency key is every call's, so it is no column.
+    for (const rule of Object.values(policyTable)) {
+      expect(Object.keys(rule).sort()).toEqual(["approvalByDefault", "effect", "exhausted", "maxAttempts", "onCrash", "step"]);
+    }
     expect(idempotencyKey("s1", "turn-2", "call_9")).toBe("s1/turn-2/call_9");
   });
 

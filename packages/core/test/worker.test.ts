@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { defineSession, SessionClient, Worker, type SessionHead } from "../src/index.js";
+import {
+  ContractViolationError,
+  defineSession,
+  ModelStepError,
+  SessionClient,
+  StoredStateError,
+  Worker,
+  type Runner,
+  type SessionHead,
+} from "../src/index.js";
 import { newSessionHead } from "../src/engine.js";
 import { crashWorker, MemoryStore, memoryRawReader, ScriptedRunner, workerDrives } from "../src/testing/index.js";
 
@@ -115,8 +124,53 @@ describe("Worker", () => {
     await until(() => errors.length > 0);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(errors).toHaveLength(1);
+    expect(StoredStateError.isInstance(errors[0])).toBe(true);
+    expect(errors[0]).toMatchObject({ format: "session_head", reason: "unknown_version", version: 99 });
     expect(workerDrives(worker)).toBe(1);
     expect((await memoryRawReader(store).session("unreadable"))?.leaseOwner).toBe(worker.workerId);
+    await worker.stop();
+  });
+
+  it("reports a drive that ends on an unexpected error through onError: a store holding fewer history items than the head counts", async () => {
+    const { definition } = gatedTool();
+    const store = new MemoryStore();
+    const errors: unknown[] = [];
+    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 5, leaseTtlMs: 60_000, onError: (e) => errors.push(e) }).start();
+    // The head counts three history items the store never got: the model step's history cannot be read.
+    const head = { ...newSessionHead("short-history", "gated", new Date().toISOString()), historyLength: 3 };
+    await store.createSession({ head, events: [], inbox: { entry: { kind: "message", text: "hi", messageId: null }, dedupeKey: null } });
+    await until(() => errors.length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(errors).toHaveLength(1);
+    expect(ContractViolationError.isInstance(errors[0])).toBe(true);
+    expect(errors[0]).toMatchObject({ party: "store", message: expect.stringContaining("counts 4 history items, but the store holds 1") });
+    expect((await memoryRawReader(store).session("short-history"))?.leaseOwner).toBe(worker.workerId);
+    await worker.stop();
+  });
+
+  it("fails the turn at once when the runner throws ModelStepError, without retrying the model step", async () => {
+    const { definition } = gatedTool();
+    let calls = 0;
+    const runner: Runner = {
+      tools: () => definition.runner.tools(),
+      userItem: (kind, text) => definition.runner.userItem(kind, text),
+      callTool: (input) => definition.runner.callTool(input),
+      runModel: async () => {
+        calls += 1;
+        throw new ModelStepError("the provider refused the request for good");
+      },
+    };
+    const failing = defineSession({ name: "gated", runner, modelRetry: { maxAttempts: 3, initialDelayMs: 1, maxDelayMs: 1 } });
+    const store = new MemoryStore();
+    const errors: unknown[] = [];
+    const worker = new Worker({ store, sessions: [failing], pollIntervalMs: 5, onError: (e) => errors.push(e) }).start();
+    const client = new SessionClient({ store });
+    const { sessionId } = await client.startSession({ agent: "gated", message: "hi" });
+    const done = await client.waitUntilIdle(sessionId, { timeoutMs: 5_000 });
+    expect(done.turn?.phase).toBe("failed");
+    expect(done.turn?.error).toBe("the model step failed and cannot be retried: the provider refused the request for good");
+    expect(calls).toBe(1);
+    expect(errors).toEqual([]);
     await worker.stop();
   });
 });

@@ -29,7 +29,16 @@ import {
   setFunctionToolPreparedInput,
   type FunctionToolPreparedInput,
 } from "@openai/agents-core/utils/internal";
-import { InvalidInputError, PolicyError, type HistoryItem, type Runner, type ToolPolicies, type Usage } from "@durable-agents/core";
+import {
+  ConfigurationError,
+  ContractViolationError,
+  InvalidInputError,
+  PolicyError,
+  type HistoryItem,
+  type Runner,
+  type ToolPolicies,
+  type Usage,
+} from "@durable-agents/core";
 import {
   runOutsideToolCall,
   type CallToolInput,
@@ -127,12 +136,12 @@ export class OpenAIAgentsRunner implements Runner {
       );
     }
     const maxTurns = options.maxTurns ?? 100;
-    if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new InvalidInputError("maxTurns must be a positive integer");
+    if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigurationError("maxTurns must be a positive integer");
     this.#maxTurns = maxTurns;
     this.#context = options.context;
     this.#compact = options.compactRunState ?? true;
     const liveLimit = options.liveRunStates ?? 32;
-    if (!Number.isInteger(liveLimit) || liveLimit < 0) throw new InvalidInputError("liveRunStates must be a non-negative integer");
+    if (!Number.isInteger(liveLimit) || liveLimit < 0) throw new ConfigurationError("liveRunStates must be a non-negative integer");
     this.#liveLimit = liveLimit;
     this.#gated = gateAgentGraph(this.#graph, { recordedOutput: (name, callId) => this.#recordedOutput(name, callId) });
     const config: Partial<RunConfig> = { tracingDisabled: true, ...options.runConfig };
@@ -202,7 +211,7 @@ export class OpenAIAgentsRunner implements Runner {
         const callId = callIdOf(item);
         const outcome = callId === undefined ? undefined : outcomes.get(callId);
         if (!outcome) {
-          throw new Error(`the saved run state waits for tool call "${callId ?? "?"}" (${item.toolName ?? ""}), but no outcome was recorded for it`);
+          throw new ContractViolationError("engine", `the saved run state waits for tool call "${callId ?? "?"}" (${item.toolName ?? ""}), but no outcome was recorded for it`);
         }
         if (outcome.status === "rejected") {
           // The person's message reaches the model verbatim.
@@ -346,7 +355,7 @@ export class OpenAIAgentsRunner implements Runner {
     const outcome = callId === undefined ? undefined : this.#outcomes.getStore()?.get(callId);
     if (!outcome) {
       // Never run the real tool from inside the model step.
-      throw new Error(`the gated copy of tool "${name}" was invoked for call "${callId ?? "?"}" without a recorded outcome`);
+      throw new ContractViolationError("runner", `the gated copy of tool "${name}" was invoked for call "${callId ?? "?"}" without a recorded outcome`);
     }
     return outcome.text;
   }

@@ -13,10 +13,13 @@
 import { createHash } from "node:crypto";
 import { gunzipSync, gzipSync } from "node:zlib";
 import type { AgentInputItem, RunState } from "@openai/agents";
-import type { HistoryItem } from "@durable-agents/core";
+import { errorGuard, StoredStateError, type HistoryItem, type StoredStateReason } from "@durable-agents/core";
 
 const FORMAT = "durable-agents.openai-agents.run-state";
-const VERSION = 1;
+/** The `format` of this runner's `StoredStateError`s. */
+export const RUN_STATE_FORMAT = "openai_agents_run_state";
+export const RUN_STATE_VERSION = 1;
+const VERSION = RUN_STATE_VERSION;
 
 interface Envelope {
   readonly format: typeof FORMAT;
@@ -43,8 +46,17 @@ export interface HistoryPrefix {
   readonly history: readonly unknown[];
 }
 
-export class RunStateMismatchError extends Error {
-  override readonly name = "RunStateMismatchError";
+/**
+ * A saved run state this runner cannot restore: not its envelope, of a newer version, damaged, or
+ * saved with another history. A `StoredStateError` (code `stored_state`, format
+ * `openai_agents_run_state`); the engine fails the turn at once, since another attempt reads the
+ * same state.
+ */
+export class RunStateMismatchError extends StoredStateError {
+  constructor(reason: StoredStateReason, version: unknown, message: string, options?: ErrorOptions) {
+    super(RUN_STATE_FORMAT, reason, version, message, options);
+  }
+  static override isInstance = errorGuard<RunStateMismatchError>("stored_state", "RunStateMismatchError");
 }
 
 /** JSON of history item objects, computed once per object. */
@@ -148,7 +160,14 @@ export function decodeRunState(runState: string, history: readonly HistoryItem[]
   try {
     envelope = JSON.parse(runState) as Envelope;
   } catch (error) {
-    throw new RunStateMismatchError("the saved run state is not JSON", { cause: error });
+    throw new RunStateMismatchError("malformed", undefined, "the saved run state is not JSON", { cause: error });
+  }
+  if (envelope?.format === FORMAT && Number.isInteger(envelope.v) && envelope.v > VERSION) {
+    throw new RunStateMismatchError(
+      "unknown_version",
+      envelope.v,
+      `the saved run state has version ${envelope.v}, newer than this runner reads (${VERSION}); upgrade to read it`,
+    );
   }
   if (
     envelope?.format !== FORMAT ||
@@ -157,7 +176,7 @@ export function decodeRunState(runState: string, history: readonly HistoryItem[]
     envelope.p < 0 ||
     (typeof envelope.s !== "object" && typeof envelope.z !== "string")
   ) {
-    throw new RunStateMismatchError("the saved run state was not written by this runner (or by another version of it)");
+    throw new RunStateMismatchError("malformed", envelope?.v, "the saved run state was not written by this runner (or by another version of it)");
   }
   let sdkState: string;
   try {
@@ -166,15 +185,15 @@ export function decodeRunState(runState: string, history: readonly HistoryItem[]
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not a JSON object");
     if (envelope.p > 0 && !Array.isArray((parsed as Record<string, unknown>)["originalInput"])) throw new Error("its originalInput is not a list");
   } catch (error) {
-    throw new RunStateMismatchError("the saved run state is damaged", { cause: error });
+    throw new RunStateMismatchError("malformed", envelope.v, "the saved run state is damaged", { cause: error });
   }
   if (envelope.p === 0) return { sdkState, historyItems: [], h: envelope.h };
   if (history.length < envelope.p) {
-    throw new RunStateMismatchError(`the saved run state needs ${envelope.p} history items, the session has ${history.length}`);
+    throw new RunStateMismatchError("malformed", envelope.v, `the saved run state needs ${envelope.p} history items, the session has ${history.length}`);
   }
   const historyItems = history.slice(0, envelope.p).map((entry) => entry.item);
   if (hashItems(historyItems) !== envelope.h) {
-    throw new RunStateMismatchError("the session's history no longer matches the history the run state was saved with");
+    throw new RunStateMismatchError("malformed", envelope.v, "the session's history no longer matches the history the run state was saved with");
   }
   return { sdkState, historyItems, h: envelope.h };
 }

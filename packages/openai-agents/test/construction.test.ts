@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { Agent, MCPServerStdio, handoff, shellTool, tool, webSearchTool } from "@openai/agents";
-import { InvalidInputError, PolicyError } from "@durable-agents/core";
+import { ConfigurationError, PolicyError } from "@durable-agents/core";
 import { durableTool, openAIAgentsSession, OpenAIAgentsRunner } from "../src/index.js";
 import { ScriptedModel } from "../src/testing/index.js";
 
@@ -84,7 +84,7 @@ describe("construction", () => {
       } catch (e) {
         error = e;
       }
-      expect(InvalidInputError.isInstance(error)).toBe(true);
+      expect(ConfigurationError.isInstance(error)).toBe(true);
     }
   });
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { RunState, type ModelRequest, type StreamEvent } from "@openai/agents";
-import { InvalidInputError, type HistoryItem, type Runner } from "@durable-agents/core";
+import { ConfigurationError, type HistoryItem, type Runner } from "@durable-agents/core";
 import type { RecordedOutcome, RunModelInput, RunModelResult } from "@durable-agents/core/engine";
 import { ScriptedModel } from "../src/testing/index.js";
 import { orderAgent } from "./fixtures.js";
@@ -160,7 +160,7 @@ describe("live run states between the steps of a turn", () => {
       } catch (e) {
         error = e;
       }
-      expect(InvalidInputError.isInstance(error), String(error)).toBe(true);
+      expect(ConfigurationError.isInstance(error), String(error)).toBe(true);
     }
   });
 });

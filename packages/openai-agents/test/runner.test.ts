@@ -1,7 +1,7 @@
 import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { MaxTurnsExceededError } from "@openai/agents";
-import { ToolExecutionError, type HistoryItem, type Runner } from "@durable-agents/core";
+import { ContractViolationError, ToolExecutionError, type HistoryItem, type Runner } from "@durable-agents/core";
 import type { ModelDelta, RecordedOutcome, RunModelInput } from "@durable-agents/core/engine";
 import { scriptedToolCallId } from "@durable-agents/core/testing";
 import { RunStateMismatchError } from "../src/index.js";
@@ -207,9 +207,11 @@ describe("OpenAIAgentsRunner", () => {
     if (first.kind !== "tool_calls") throw new Error("expected tool calls");
     const outcomes = [await callOnce(runner, "s", "t", first.calls[0]!)];
     const altered = [runner.userItem("message", "something else"), ...history.slice(1)];
-    await expect(runner.runModel(input(runner, altered, turnStart, first.runState, outcomes))).rejects.toBeInstanceOf(RunStateMismatchError);
-    await expect(runner.runModel(input(runner, history, turnStart, first.runState, []))).rejects.toThrow(/no outcome was recorded/);
-    await expect(runner.runModel(input(runner, history, turnStart, "{}", outcomes))).rejects.toBeInstanceOf(RunStateMismatchError);
+    await expect(runner.runModel(input(runner, altered, turnStart, first.runState, outcomes))).rejects.toSatisfy(RunStateMismatchError.isInstance);
+    const missing = await runner.runModel(input(runner, history, turnStart, first.runState, [])).catch((e: unknown) => e);
+    expect(ContractViolationError.isInstance(missing) && missing.party === "engine").toBe(true);
+    expect((missing as Error).message).toMatch(/no outcome was recorded/);
+    await expect(runner.runModel(input(runner, history, turnStart, "{}", outcomes))).rejects.toSatisfy(RunStateMismatchError.isInstance);
   });
 
   it("builds user items and turn-failure notes the scripted model reads back", () => {

@@ -1,5 +1,6 @@
 import type { Pool, QueryResultRow } from "pg";
 import {
+  ConfigurationError,
   InvalidInputError,
   LeaseLostError,
   SessionNotFoundError,
@@ -41,9 +42,6 @@ export interface PostgresStoreOptions {
 
 type Statement = keyof StoreSql;
 
-/** Keeps every NOTIFY payload (`events:<id>`) far below PostgreSQL's 8000-byte limit. */
-const MAX_SESSION_ID = 1000;
-
 /** PostgreSQL's unique_violation. */
 const UNIQUE_VIOLATION = "23505";
 
@@ -59,11 +57,11 @@ export class PostgresStore implements SessionStore {
 
   constructor(options: PostgresStoreOptions) {
     if (!options || typeof options.pool?.query !== "function") {
-      throw new InvalidInputError("PostgresStore needs a pg Pool", ["options.pool is not a pg Pool"]);
+      throw new ConfigurationError("PostgresStore needs a pg Pool", ["options.pool is not a pg Pool"]);
     }
     const pollIntervalMs = options.pollIntervalMs ?? 5000;
     if (!Number.isFinite(pollIntervalMs) || pollIntervalMs < 10) {
-      throw new InvalidInputError("invalid pollIntervalMs", ["pollIntervalMs is a number of milliseconds, at least 10"]);
+      throw new ConfigurationError("invalid pollIntervalMs", ["pollIntervalMs is a number of milliseconds, at least 10"]);
     }
     const schema = schemaName(options.schema);
     this.pool = options.pool;
@@ -73,10 +71,9 @@ export class PostgresStore implements SessionStore {
   }
 
   async createSession(session: NewSession): Promise<CommitResult> {
+    // checkNewSession caps the ID (storeInput.maxSessionIdLength), which keeps every NOTIFY payload
+    // (`events:<id>`) far below PostgreSQL's 8000-byte limit.
     const { head, events } = storeInput.checkNewSession(session);
-    if (head.sessionId.length > MAX_SESSION_ID) {
-      throw new InvalidInputError(`a session ID has at most ${MAX_SESSION_ID} characters`, ["head.sessionId"]);
-    }
     const inbox = session.inbox;
     const result = await this.run<{ last_event_seq: string }>("createSession", [
       head.sessionId,
@@ -222,7 +219,7 @@ export class PostgresStore implements SessionStore {
     if (typeof listener !== "function") throw new InvalidInputError("listener is a function");
     // The LISTEN connection is kept out of the pool; with one connection nothing else could run.
     if ((this.pool.options?.max ?? 10) < 2) {
-      throw new InvalidInputError("subscribe needs a pool of at least 2 connections", ["pool.options.max < 2"]);
+      throw new ConfigurationError("subscribe needs a pool of at least 2 connections", ["pool.options.max < 2"]);
     }
     return this.listener.subscribe(listener);
   }

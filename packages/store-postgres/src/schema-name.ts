@@ -1,4 +1,4 @@
-import { InvalidInputError } from "@durable-agents/core";
+import { ConfigurationError } from "@durable-agents/core";
 
 /** The schema the store uses when the application names none. */
 export const DEFAULT_SCHEMA = "durable_agents";
@@ -13,7 +13,7 @@ const pattern = /^[a-z_][a-z0-9_]{0,49}$/;
 export function schemaName(name: string | undefined): string {
   const schema = name ?? DEFAULT_SCHEMA;
   if (typeof schema !== "string" || !pattern.test(schema)) {
-    throw new InvalidInputError(`invalid schema name ${JSON.stringify(schema)}`, [
+    throw new ConfigurationError(`invalid schema name ${JSON.stringify(schema)}`, [
       "a schema name is 1 to 50 characters of a-z, 0-9 and _, not starting with a digit",
     ]);
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidInputError } from "@durable-agents/core";
+import { ConfigurationError } from "@durable-agents/core";
 import { PostgresStore, migrate, migrationSql, migrations } from "../src/index.js";
 import { head, newId, useDatabase } from "./helpers.js";
 
@@ -36,7 +36,7 @@ describe("migrate", () => {
 
   it("refuses a schema name that is not a plain identifier, creating nothing", async () => {
     for (const schema of ["Bad", "x; DROP TABLE y", "1abc", "a".repeat(51), ""]) {
-      await expect(migrate(db.pool, { schema })).rejects.toSatisfy(InvalidInputError.isInstance);
+      await expect(migrate(db.pool, { schema })).rejects.toSatisfy(ConfigurationError.isInstance);
       expect(() => new PostgresStore({ pool: db.pool, schema })).toThrow(/schema name/);
     }
     const found = await db.pool.query("SELECT count(*)::int AS n FROM pg_namespace WHERE nspname ILIKE '%drop%'");

@@ -5,7 +5,7 @@
  */
 import { statSync } from "node:fs";
 import { DatabaseSync } from "node:sqlite";
-import { InvalidInputError, StoreOpenError, type StoreOpenReason } from "@durable-agents/core";
+import { ConfigurationError, StoreOpenError, type StoreOpenReason } from "@durable-agents/core";
 import { APPLICATION_ID, LATEST_VERSION, migrations } from "./schema.js";
 import { sqliteCode, SQLITE_BUSY, SQLITE_CANTOPEN, SQLITE_NOTADB, SQLITE_PERM, SQLITE_READONLY } from "./sqlite-codes.js";
 
@@ -21,13 +21,13 @@ export interface OpenOptions {
 export function openDatabase(options: OpenOptions): DatabaseSync {
   const { path } = options;
   if (typeof path !== "string" || path.length === 0) {
-    throw new InvalidInputError("SqliteStore needs a file path", ["options.path is not a non-empty string"]);
+    throw new ConfigurationError("SqliteStore needs a file path", ["options.path is not a non-empty string"]);
   }
   if (path === ":memory:" || path.startsWith("file:")) {
-    throw new InvalidInputError("SqliteStore keeps sessions in a file: give a file path", [`options.path is "${path}"`]);
+    throw new ConfigurationError("SqliteStore keeps sessions in a file: give a file path", [`options.path is "${path}"`]);
   }
   if (options.synchronous !== "full" && options.synchronous !== "normal") {
-    throw new InvalidInputError('synchronous is "full" or "normal"', [`synchronous is ${String(options.synchronous)}`]);
+    throw new ConfigurationError('synchronous is "full" or "normal"', [`synchronous is ${String(options.synchronous)}`]);
   }
   const existing = statSync(path, { throwIfNoEntry: false });
   if (existing?.isDirectory()) throw new StoreOpenError("cannot_open", path, `"${path}" is a folder, not a store file`);

@@ -1,6 +1,7 @@
 import { realpathSync } from "node:fs";
 import type { DatabaseSync } from "node:sqlite";
 import {
+  ConfigurationError,
   InvalidInputError,
   LeaseLostError,
   SessionNotFoundError,
@@ -86,10 +87,10 @@ export class SqliteStore implements SessionStore {
     const busyTimeoutMs = options?.busyTimeoutMs ?? 10_000;
     const watchIntervalMs = options?.watchIntervalMs ?? 25;
     if (!Number.isFinite(busyTimeoutMs) || busyTimeoutMs < 0) {
-      throw new InvalidInputError("invalid busyTimeoutMs", ["busyTimeoutMs is a non-negative number of milliseconds"]);
+      throw new ConfigurationError("invalid busyTimeoutMs", ["busyTimeoutMs is a non-negative number of milliseconds"]);
     }
     if (!Number.isFinite(watchIntervalMs) || watchIntervalMs < 1) {
-      throw new InvalidInputError("invalid watchIntervalMs", ["watchIntervalMs is a number of milliseconds, at least 1"]);
+      throw new ConfigurationError("invalid watchIntervalMs", ["watchIntervalMs is a number of milliseconds, at least 1"]);
     }
     this.db = openDatabase({ path: options?.path, synchronous: options.synchronous ?? "full", busyTimeoutMs });
     this.db.exec(`PRAGMA busy_timeout = ${Math.min(SYNC_BUSY_MS, busyTimeoutMs)}`);

@@ -4,7 +4,7 @@ import { once } from "node:events";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { DatabaseSync } from "node:sqlite";
-import { InvalidInputError, StoreOpenError } from "@durable-agents/core";
+import { ConfigurationError, StoreOpenError } from "@durable-agents/core";
 import { newSessionHead } from "@durable-agents/core/engine";
 import { afterEach, describe, expect, it } from "vitest";
 import { APPLICATION_ID, SCHEMA_VERSION, SqliteStore } from "../src/index.js";
@@ -79,7 +79,7 @@ describe("opening a store file", () => {
     const normal = new SqliteStore({ path, synchronous: "normal" });
     expect(read(normal).synchronous).toBe(1);
     await normal.close();
-    expect(() => new SqliteStore({ path, synchronous: "off" as "full" })).toThrow(InvalidInputError);
+    expect(() => new SqliteStore({ path, synchronous: "off" as "full" })).toThrow(ConfigurationError);
   });
 
   it("refuses a file that is not a SQLite database and leaves it byte for byte as it was", () => {
@@ -148,8 +148,8 @@ describe("opening a store file", () => {
   });
 
   it("refuses an in-memory or URI path: sessions live in a file", () => {
-    expect(() => new SqliteStore({ path: ":memory:" })).toThrow(InvalidInputError);
-    expect(() => new SqliteStore({ path: "" })).toThrow(InvalidInputError);
-    expect(() => new SqliteStore({ path: "file:x.db?mode=memory" })).toThrow(InvalidInputError);
+    expect(() => new SqliteStore({ path: ":memory:" })).toThrow(ConfigurationError);
+    expect(() => new SqliteStore({ path: "" })).toThrow(ConfigurationError);
+    expect(() => new SqliteStore({ path: "file:x.db?mode=memory" })).toThrow(ConfigurationError);
   });
 });

@@ -4,8 +4,17 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { InvalidInputError, LeaseLostError, SessionNotFoundError, SessionStateError, VersionConflictError } from "../errors.js";
+import {
+  InvalidInputError,
+  LeaseLostError,
+  SessionNotFoundError,
+  SessionStateError,
+  StoredStateError,
+  VersionConflictError,
+} from "../errors.js";
 import { newSessionHead } from "../machine.js";
+import { maxSessionIdLength } from "../store-input.js";
+import { loadStoredSession } from "../stored-session.js";
 import type { EventBody, HistoryItem, SessionHead } from "../schemas.js";
 import type { Lease, SessionStore, StoreNotification } from "../store.js";
 import type { StoreHarness, TestApi } from "./types.js";
@@ -299,6 +308,72 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       assert.equal((await raw.history(head.sessionId)).length, 0);
       assert.equal((await raw.events(head.sessionId)).length, 1);
       assert.equal((await raw.inbox(head.sessionId)).length, 1);
+    });
+
+    test("a commit is refused in a fixed order: no session, then a lost lease, then a moved version", async () => {
+      const { store, raw } = await open();
+      await assert.rejects(
+        store.commit({ sessionId: `s-${randomUUID()}`, fence: 1, expectedVersion: 1, events: [noteEvent("nobody")] }),
+        SessionNotFoundError.isInstance,
+      );
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store);
+      await assert.rejects(
+        store.commit({ sessionId: head.sessionId, fence: l.fence + 1, expectedVersion: 9, head, runnable: false, events: [noteEvent("x")] }),
+        LeaseLostError.isInstance,
+        "a wrong fence and a wrong version: the lease is checked first",
+      );
+      await assert.rejects(
+        store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 9, head, runnable: false, events: [noteEvent("x")] }),
+        VersionConflictError.isInstance,
+      );
+      assert.equal((await raw.events(head.sessionId)).length, 1, "no refused commit wrote an event");
+    });
+
+    test("a lease is renewed only for the worker that holds it", async () => {
+      const { store, raw } = await open();
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store, "holder", 5_000);
+      assert.equal(await store.renewLease({ ...l, workerId: "intruder" }, 60_000), null);
+      const row = await raw.session(head.sessionId);
+      assert.equal(row?.leaseOwner, "holder");
+      assert.equal(row?.leaseExpiresAt, l.expiresAt, "the refused renewal did not move the expiry");
+      const renewed = await store.renewLease(l, 60_000);
+      assert.ok(renewed && renewed.expiresAt > l.expiresAt);
+    });
+
+    test("reads of an unknown session find nothing; they do not throw", async () => {
+      const { store } = await open();
+      const id = `s-${randomUUID()}`;
+      assert.equal(await store.loadSession(id), null);
+      assert.deepEqual(await store.readHistory(id), []);
+      assert.deepEqual(await store.readInbox(id, 0), []);
+      assert.deepEqual(await store.readEvents(id, 0), []);
+    });
+
+    test(`a session ID is at most ${maxSessionIdLength} characters in every store`, async () => {
+      const { store, raw } = await open();
+      const long = newSessionHead(`s-${"x".repeat(maxSessionIdLength - 1)}`, agent, new Date().toISOString());
+      await assert.rejects(store.createSession({ head: long, events: [] }), InvalidInputError.isInstance);
+      assert.equal(await raw.session(long.sessionId), null);
+      const longest = newSessionHead(`s-${"x".repeat(maxSessionIdLength - 2)}`, agent, new Date().toISOString());
+      await store.createSession({ head: longest, events: [] });
+      assert.equal((await store.loadSession(longest.sessionId))?.head.sessionId, longest.sessionId);
+    });
+
+    test("a stored head comes back as stored; core's versioned parser refuses an unknown version", async () => {
+      const { store, raw } = await open();
+      // A head written by a newer release: the store keeps and returns it whole, core refuses to read it.
+      const newer = { ...newSessionHead(`s-${randomUUID()}`, agent, new Date().toISOString()), schemaVersion: 2, addedLater: true };
+      await store.createSession({ head: newer as unknown as SessionHead, events: [] });
+      assert.deepEqual((await raw.session(newer.sessionId))?.head, newer);
+      assert.deepEqual((await store.loadSession(newer.sessionId))?.head, newer);
+      await assert.rejects(
+        loadStoredSession(store, newer.sessionId),
+        (error: unknown) => StoredStateError.isInstance(error) && error.reason === "unknown_version" && error.version === 2,
+      );
+      const current = await create(store);
+      assert.deepEqual((await loadStoredSession(store, current.sessionId))?.head, current);
     });
 
     test("subscribers are woken by new inbox entries, events and released work", async () => {

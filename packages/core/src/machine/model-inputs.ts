@@ -114,15 +114,22 @@ export function onModelAttemptFailed(draft: Draft, input: Input<"model_attempt_f
   const turn = awaitedModelStep(draft, input);
   if (typeof turn === "string") return turn;
 
-  modelAttemptFailed(draft, turn, String(input.error), ctx);
+  modelAttemptFailed(draft, turn, String(input.error), ctx, input.retryable !== false);
   return null;
 }
 
-/** One attempt of the RunModel step failed: retry after the config's backoff, or fail the turn after the last attempt. */
-function modelAttemptFailed(draft: Draft, turn: Turn, error: string, { config, now }: ApplyContext): void {
+/**
+ * One attempt of the RunModel step failed: retry after the config's backoff, or fail the turn after
+ * the last attempt, or at once when the failure is not retryable.
+ */
+function modelAttemptFailed(draft: Draft, turn: Turn, error: string, { config, now }: ApplyContext, retryable = true): void {
   turn.modelRunning = false;
   turn.modelAttempts += 1;
   draft.step(turn, "RunModel", "failed", { attempt: turn.modelAttempts, detail: error });
+  if (!retryable) {
+    draft.failTurn(turn, `the model step failed and cannot be retried: ${error}`, config);
+    return;
+  }
   if (turn.modelAttempts >= config.modelRetry.maxAttempts) {
     draft.failTurn(turn, `the model step failed ${turn.modelAttempts} time(s); last error: ${error}`, config);
     return;

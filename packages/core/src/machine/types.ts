@@ -41,6 +41,8 @@ export type MachineInput =
       readonly modelStep: number;
       readonly attempt: number;
       readonly error: string;
+      /** False: another attempt cannot help (e.g. the runner threw `ModelStepError`); the turn fails at once. Default true. */
+      readonly retryable?: boolean;
     }
   | {
       readonly type: "call_finished";

@@ -172,7 +172,7 @@ export class MemoryStore implements SessionStore {
     storeInput.checkLease(lease);
     storeInput.checkTtl(ttlMs);
     const record = this.records.get(lease.sessionId);
-    if (!record || !this.holds(record, lease.fence)) return null;
+    if (!record || !this.holds(record, lease.fence) || record.leaseOwner !== lease.workerId) return null;
     record.leaseExpiresAt = this.now() + ttlMs;
     return { ...lease, expiresAt: record.leaseExpiresAt };
   }
