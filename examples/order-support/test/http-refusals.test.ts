@@ -8,13 +8,13 @@ import {
   ContractViolationError,
   errorCodes,
   InvalidInputError,
-  newSessionHead,
   PolicyError,
   StoredStateError,
   UnknownAgentError,
   type SessionHead,
   type SessionSnapshot,
 } from "@durable-agents/core";
+import { newSessionHead } from "@durable-agents/core/engine";
 import { httpErrorOf, statusOfCode } from "../src/http-errors.js";
 import { SessionTokens } from "../src/session-tokens.js";
 import { startHarness, type Harness, type RequestOptions } from "./support/order-support-harness.js";

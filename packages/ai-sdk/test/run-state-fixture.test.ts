@@ -3,7 +3,8 @@
  * is never edited: a turn that waits for its tool calls across an upgrade must resume.
  */
 import { readFileSync } from "node:fs";
-import { StoredStateError, type HistoryItem, type RequestedToolCall } from "@durable-agents/core";
+import { StoredStateError, type HistoryItem } from "@durable-agents/core";
+import type { RequestedToolCall } from "@durable-agents/core/engine";
 import { tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";

@@ -4,7 +4,8 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { StoredStateError, type HistoryItem, type RecordedOutcome, type RequestedToolCall } from "@durable-agents/core";
+import { StoredStateError, type HistoryItem } from "@durable-agents/core";
+import type { RecordedOutcome, RequestedToolCall } from "@durable-agents/core/engine";
 import { RunStateMismatchError } from "../src/index.js";
 import { orderAgent } from "./fixtures.js";
 
