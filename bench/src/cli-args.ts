@@ -14,7 +14,10 @@ export interface Args {
 const USAGE = "usage: bench [--quick] [--pg-url <postgres://...>] [--out <file.json>]";
 
 /** Throws `InvalidInputError` for an unknown argument, a missing value or a URL that is not postgres://. */
-export function parseArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = process.env): Args {
+export function parseArgs(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Args {
   let quick = false;
   let pgUrl = env["BENCH_PG_URL"] || undefined;
   let out: string | undefined;
@@ -31,7 +34,8 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     else if (arg === "--out") out = value(++i, "--out");
     else throw new InvalidInputError(`unknown argument ${arg}; ${USAGE}`);
   }
-  if (pgUrl !== undefined && !/^postgres(ql)?:\/\//.test(pgUrl)) throw new InvalidInputError(`--pg-url is a postgres:// URL; ${USAGE}`);
+  if (pgUrl !== undefined && !/^postgres(ql)?:\/\//.test(pgUrl))
+    throw new InvalidInputError(`--pg-url is a postgres:// URL; ${USAGE}`);
   const results = resolve(dirname(fileURLToPath(import.meta.url)), "..", "results");
   return { quick, pgUrl, out: resolve(out ?? resolve(results, quick ? "latest-quick.json" : "latest.json")) };
 }

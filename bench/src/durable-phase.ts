@@ -28,7 +28,7 @@ export class DurablePhase {
   wallMs = 0;
 
   constructor(
-    private readonly store: SessionStore,
+    store: SessionStore,
     private readonly size: WorkloadSize,
     /** Session IDs start with this, so phases sharing a store do not collide. */
     private readonly prefix: string,
@@ -58,7 +58,8 @@ export class DurablePhase {
         if (measured) {
           this.stepMs.push(...times);
           this.eventLatencyMs.push(...follower.textLatencies(`turn-${t}`, this.clock));
-          if (this.remote) this.remoteEventLatencyMs.push(...(await this.remote.textLatencies(sessionId, `turn-${t}`, this.clock)));
+          if (this.remote)
+            this.remoteEventLatencyMs.push(...(await this.remote.textLatencies(sessionId, `turn-${t}`, this.clock)));
         }
       }
     } finally {

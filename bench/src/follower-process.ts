@@ -30,10 +30,10 @@ export type FollowerReport =
     }
   | { readonly type: "error"; readonly message: string };
 
-
 async function main(): Promise<void> {
   const [path, intervalText] = process.argv.slice(2);
-  if (!path || !intervalText || !process.send) throw new Error("usage: follower-process <file> <watchIntervalMs> (forked)");
+  if (!path || !intervalText || !process.send)
+    throw new Error("usage: follower-process <file> <watchIntervalMs> (forked)");
   const send = (report: FollowerReport) => process.send!(report);
   const store = new SqliteStore({ path, watchIntervalMs: Number(intervalText) });
   const client = new SessionClient({ store, agents: [AGENT_NAME] });

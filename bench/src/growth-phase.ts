@@ -89,8 +89,13 @@ export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLeve
       const seedTurns = seedTurnSizes(items);
       const followers = new Map<string, TurnFollower>();
       for (const sessionId of ids) {
-        await client.startSession({ agent: AGENT_NAME, sessionId, message: seedScript(`${sessionId}-p1`, seedTurns[0]!) });
-        for (let p = 1; p < seedTurns.length; p++) await client.sendMessage(sessionId, seedScript(`${sessionId}-p${p + 1}`, seedTurns[p]!));
+        await client.startSession({
+          agent: AGENT_NAME,
+          sessionId,
+          message: seedScript(`${sessionId}-p1`, seedTurns[0]!),
+        });
+        for (let p = 1; p < seedTurns.length; p++)
+          await client.sendMessage(sessionId, seedScript(`${sessionId}-p${p + 1}`, seedTurns[p]!));
         followers.set(sessionId, new TurnFollower(client, sessionId));
       }
       await Promise.all(ids.map((id) => followers.get(id)!.turnEnd(`turn-${seedTurns.length}`, 300_000)));
@@ -139,7 +144,11 @@ export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLeve
         outsideRunnerMs: outsideMs / stepMs.length,
         writesPerStep: writes / stepMs.length,
         ...(Object.keys(parts).length > 0
-          ? { bytesPerStepByPart: Object.fromEntries(Object.entries(parts).map(([part, value]) => [part, value / stepMs.length])) }
+          ? {
+              bytesPerStepByPart: Object.fromEntries(
+                Object.entries(parts).map(([part, value]) => [part, value / stepMs.length]),
+              ),
+            }
           : {}),
       });
     }
@@ -157,7 +166,11 @@ export function seedTurnSizes(items: number): number[] {
 }
 
 /** The same turns on the raw SDK, for reference: how much of the growth is the SDK's own. */
-export async function runRawGrowth(levels: readonly number[], sessionsPerLevel: number, toolCalls: number): Promise<GrowthLevel[]> {
+export async function runRawGrowth(
+  levels: readonly number[],
+  sessionsPerLevel: number,
+  toolCalls: number,
+): Promise<GrowthLevel[]> {
   const out: GrowthLevel[] = [];
   for (const items of levels) {
     const stepMs: number[] = [];
@@ -170,7 +183,14 @@ export async function runRawGrowth(levels: readonly number[], sessionsPerLevel: 
       if (s >= extra) stepMs.push(...times);
     }
     const summary = summarize(stepMs);
-    out.push({ historyItems: items, sessions: sessionsPerLevel, steps: stepMs.length, medianMs: summary.median, p99Ms: summary.p99, meanMs: summary.mean });
+    out.push({
+      historyItems: items,
+      sessions: sessionsPerLevel,
+      steps: stepMs.length,
+      medianMs: summary.median,
+      p99Ms: summary.p99,
+      meanMs: summary.mean,
+    });
   }
   return out;
 }

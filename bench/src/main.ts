@@ -27,7 +27,12 @@ import { RemoteFollower } from "./remote-follower.js";
 import { SqliteFloorProbe, WalMeter, sqliteInfo } from "./sqlite-probe.js";
 import { judgeTargets, renderReport, type BenchResults, type LatencyFigures, type StepFigures } from "./report.js";
 import { percentile, summarize } from "./stats.js";
-import { runThroughput, type ThroughputResult, type ThroughputStore, type ThroughputStoreKind } from "./throughput-phase.js";
+import {
+  runThroughput,
+  type ThroughputResult,
+  type ThroughputStore,
+  type ThroughputStoreKind,
+} from "./throughput-phase.js";
 import { stepsPerTurn, type WorkloadSize } from "./workload.js";
 import type { PhaseResult } from "./raw-sdk-phase.js";
 
@@ -111,7 +116,9 @@ async function main(): Promise<void> {
     server = await startPostgres({ fsync: true });
   }
   try {
-    const results = await withDatabase(args.pgUrl ?? server!.connectionString, (url) => runAll(url, sizes, args, machine, started));
+    const results = await withDatabase(args.pgUrl ?? server!.connectionString, (url) =>
+      runAll(url, sizes, args, machine, started),
+    );
     mkdirSync(dirname(args.out), { recursive: true });
     writeFileSync(args.out, `${JSON.stringify(results, null, 2)}\n`);
     process.stdout.write(`${renderReport(results)}\n\nFigures written to ${args.out}\n`);
@@ -120,7 +127,13 @@ async function main(): Promise<void> {
   }
 }
 
-async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType<typeof machineInfo>, started: number): Promise<BenchResults> {
+async function runAll(
+  url: string,
+  sizes: Sizes,
+  args: Args,
+  machine: ReturnType<typeof machineInfo>,
+  started: number,
+): Promise<BenchResults> {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   pool.on("error", () => {});
   const stores: { close(): Promise<void> | void }[] = [];
@@ -134,7 +147,9 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
 
     // (a), (b), the floor and (c) take turns, one session each, so that a change in the machine's
     // load during the run hits every one of them alike.
-    log(`(a) raw SDK, (b) store-memory, floor, (c) store-postgres, floor, (d) store-sqlite FULL, floor, (e) store-sqlite NORMAL, in turns: ${size.sessions} sessions x ${size.turns} turns x ${size.toolCalls} tool calls each`);
+    log(
+      `(a) raw SDK, (b) store-memory, floor, (c) store-postgres, floor, (d) store-sqlite FULL, floor, (e) store-sqlite NORMAL, in turns: ${size.sessions} sessions x ${size.turns} turns x ${size.toolCalls} tool calls each`,
+    );
     const rawPhase = new RawSdkPhase(size);
     const memoryPhase = new DurablePhase(new MemoryStore(), size, "mem");
     const pgStore = new PostgresStore({ pool });
@@ -202,7 +217,14 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
         };
       },
     };
-    const growthMemory = await runGrowthPhase({ store: measuring, meter: memoryMeter, prefix: "gm", levels: GROWTH_LEVELS, sessionsPerLevel: sizes.growthSessions, toolCalls: size.toolCalls });
+    const growthMemory = await runGrowthPhase({
+      store: measuring,
+      meter: memoryMeter,
+      prefix: "gm",
+      levels: GROWTH_LEVELS,
+      sessionsPerLevel: sizes.growthSessions,
+      toolCalls: size.toolCalls,
+    });
 
     log("the adapter's model step next to a raw SDK model call, on the same stored histories");
     const modelStep: ModelStepProbe[] = [];
@@ -226,25 +248,44 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
         return { bytes: delta.walBytes, writes: delta.writeTransactions };
       },
     };
-    const growthPostgres = await runGrowthPhase({ store: growthStore, meter: pgMeter, prefix: "gp", levels: GROWTH_LEVELS, sessionsPerLevel: sizes.growthSessions, toolCalls: size.toolCalls });
+    const growthPostgres = await runGrowthPhase({
+      store: growthStore,
+      meter: pgMeter,
+      prefix: "gp",
+      levels: GROWTH_LEVELS,
+      sessionsPerLevel: sizes.growthSessions,
+      toolCalls: size.toolCalls,
+    });
 
     log("growth on store-sqlite (synchronous FULL)");
     const growthSqliteStore = new SqliteStore({ path: sqliteDir.file("growth.db") });
     stores.push(growthSqliteStore);
     const walMeter = new WalMeter(growthSqliteStore.path);
     stores.push(walMeter);
-    const growthSqlite = await runGrowthPhase({ store: growthSqliteStore, meter: walMeter, prefix: "gs", levels: GROWTH_LEVELS, sessionsPerLevel: sizes.growthSessions, toolCalls: size.toolCalls });
+    const growthSqlite = await runGrowthPhase({
+      store: growthSqliteStore,
+      meter: walMeter,
+      prefix: "gs",
+      levels: GROWTH_LEVELS,
+      sessionsPerLevel: sizes.growthSessions,
+      toolCalls: size.toolCalls,
+    });
 
     log("growth reference on the raw SDK");
     const growthRaw = await runRawGrowth(GROWTH_LEVELS, sizes.growthSessions, size.toolCalls);
 
     log(`event latency with a paced stream (${PACED.chunks} chunks, ${PACED.paceMs} ms apart) on both stores`);
-    const pacedMemory = (await runPacedEvents({ store: new MemoryStore(), prefix: "em", turns: sizes.pacedTurns, ...PACED })).local;
-    const pacedPostgres = (await runPacedEvents({ store: pgStore, prefix: "ep", turns: sizes.pacedTurns, ...PACED })).local;
+    const pacedMemory = (
+      await runPacedEvents({ store: new MemoryStore(), prefix: "em", turns: sizes.pacedTurns, ...PACED })
+    ).local;
+    const pacedPostgres = (await runPacedEvents({ store: pgStore, prefix: "ep", turns: sizes.pacedTurns, ...PACED }))
+      .local;
 
     // store-sqlite: a client in this process and one in another process, following the same
     // sessions on the same file; the other process is woken by its store's data_version watch.
-    log(`event latency on store-sqlite, a follower in this process and one in another (watch every ${WATCH_INTERVAL_MS} ms): workload and paced stream`);
+    log(
+      `event latency on store-sqlite, a follower in this process and one in another (watch every ${WATCH_INTERVAL_MS} ms): workload and paced stream`,
+    );
     const eventsStore = new SqliteStore({ path: sqliteDir.file("events.db"), watchIntervalMs: WATCH_INTERVAL_MS });
     stores.push(eventsStore);
     const remote = await RemoteFollower.start(eventsStore.path, WATCH_INTERVAL_MS);
@@ -253,12 +294,19 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
     try {
       const eventsPhase = new DurablePhase(eventsStore, size, "sqe", remote);
       try {
-        for (let s = 0; s < size.warmupSessions + size.sessions; s++) await eventsPhase.session(s, s >= size.warmupSessions);
+        for (let s = 0; s < size.warmupSessions + size.sessions; s++)
+          await eventsPhase.session(s, s >= size.warmupSessions);
       } finally {
         await eventsPhase.stop();
       }
       sqliteEvents = eventsPhase.result();
-      pacedSqlite = await runPacedEvents({ store: eventsStore, prefix: "es", turns: sizes.pacedTurns, ...PACED, remote });
+      pacedSqlite = await runPacedEvents({
+        store: eventsStore,
+        prefix: "es",
+        turns: sizes.pacedTurns,
+        ...PACED,
+        remote,
+      });
     } finally {
       await remote.stop();
     }
@@ -272,14 +320,20 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
     for (let round = 1; round <= sizes.throughputRounds; round++) {
       for (const target of targets) {
         for (const processes of PROCESS_COUNTS) {
-          log(`throughput round ${round}, store-${target.kind}: ${processes} worker process(es), ${sizes.throughput.sessions} sessions`);
-          allRuns.push(await runThroughput({ target, processes, round, toolCalls: size.toolCalls, ...sizes.throughput }));
+          log(
+            `throughput round ${round}, store-${target.kind}: ${processes} worker process(es), ${sizes.throughput.sessions} sessions`,
+          );
+          allRuns.push(
+            await runThroughput({ target, processes, round, toolCalls: size.toolCalls, ...sizes.throughput }),
+          );
         }
       }
     }
     const medianRuns = (kind: ThroughputStoreKind) =>
       PROCESS_COUNTS.map((processes) => {
-        const ofCount = allRuns.filter((run) => run.store === kind && run.processes === processes).sort((a, b) => a.stepsPerSecond - b.stepsPerSecond);
+        const ofCount = allRuns
+          .filter((run) => run.store === kind && run.processes === processes)
+          .sort((a, b) => a.stepsPerSecond - b.stepsPerSecond);
         return ofCount[(ofCount.length - 1) >> 1]!;
       });
     const runs = medianRuns("postgres");
@@ -299,7 +353,8 @@ async function runAll(url: string, sizes: Sizes, args: Args, machine: ReturnType
       postgres: { ...server, server: args.pgUrl ? "given URL" : "private (startPostgres)" },
       sqlite: { ...sqliteInfo(sqliteFull.path), folder: sqliteDir.dir, watchIntervalMs: WATCH_INTERVAL_MS },
       workload: {
-        stepDefinition: "a step is one model call or one tool call (ResumeTurn and approvals are bookkeeping, not counted)",
+        stepDefinition:
+          "a step is one model call or one tool call (ResumeTurn and approvals are bookkeeping, not counted)",
         sessions: size.sessions,
         turnsPerSession: size.turns,
         toolCallsPerTurn: size.toolCalls,

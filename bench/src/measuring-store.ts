@@ -3,7 +3,14 @@
  * the bytes of JSON they store (the head, each appended history item, each event), as the memory
  * store keeps them.
  */
-import type { EnqueueResult, HistoryItem, InboxEntry, InboxItem, SessionEvent, SessionStore } from "@durable-agents/core";
+import type {
+  EnqueueResult,
+  HistoryItem,
+  InboxEntry,
+  InboxItem,
+  SessionEvent,
+  SessionStore,
+} from "@durable-agents/core";
 import type {
   AcquireLeaseOptions,
   Commit,
@@ -31,7 +38,9 @@ export class MeasuringStore implements SessionStore {
 
   /** What was committed for the session since the last `reset`. */
   written(sessionId: string): WriteCount {
-    return { ...(this.counts.get(sessionId) ?? { commits: 0, bytes: 0, headBytes: 0, historyBytes: 0, eventBytes: 0 }) };
+    return {
+      ...(this.counts.get(sessionId) ?? { commits: 0, bytes: 0, headBytes: 0, historyBytes: 0, eventBytes: 0 }),
+    };
   }
 
   reset(sessionId: string): void {
@@ -40,7 +49,13 @@ export class MeasuringStore implements SessionStore {
 
   async commit(commit: Commit): Promise<CommitResult> {
     const result = await this.inner.commit(commit);
-    const count = this.counts.get(commit.sessionId) ?? { commits: 0, bytes: 0, headBytes: 0, historyBytes: 0, eventBytes: 0 };
+    const count = this.counts.get(commit.sessionId) ?? {
+      commits: 0,
+      bytes: 0,
+      headBytes: 0,
+      historyBytes: 0,
+      eventBytes: 0,
+    };
     const head = commit.head ? size(commit.head) : 0;
     const history = (commit.appendHistory ?? []).reduce((sum, item) => sum + size(item), 0);
     const events = commit.events.reduce((sum, event) => sum + size(event), 0);

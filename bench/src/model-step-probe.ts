@@ -38,17 +38,33 @@ export async function probeModelStep(stored: readonly HistoryItem[], rounds: num
   let runStateChars = 0;
   for (let round = 0; round <= rounds; round++) {
     let start = performance.now();
-    const step1 = await runner.runModel({ ...base, modelStep: 1, runState: null, outcomes: [], signal: new AbortController().signal });
+    const step1 = await runner.runModel({
+      ...base,
+      modelStep: 1,
+      runState: null,
+      outcomes: [],
+      signal: new AbortController().signal,
+    });
     const firstMs = performance.now() - start;
     if (step1.kind !== "tool_calls") throw new Error("the probe's first model step did not ask for a tool call");
     runStateChars = step1.runState.length;
     const call = step1.calls[0]!;
-    const outcomes = [{ toolCallId: call.toolCallId, name: call.name, status: "succeeded" as const, text: "ok", output: "ok" }];
+    const outcomes = [
+      { toolCallId: call.toolCallId, name: call.name, status: "succeeded" as const, text: "ok", output: "ok" },
+    ];
     start = performance.now();
-    await runner.runModel({ ...base, modelStep: 2, runState: step1.runState, outcomes, signal: new AbortController().signal });
+    await runner.runModel({
+      ...base,
+      modelStep: 2,
+      runState: step1.runState,
+      outcomes,
+      signal: new AbortController().signal,
+    });
     const resumedMs = performance.now() - start;
     start = performance.now();
-    const result = await sdk.run(agent, [...stored.map((entry) => entry.item as never), user(`hello ${round}`)], { stream: true });
+    const result = await sdk.run(agent, [...stored.map((entry) => entry.item as never), user(`hello ${round}`)], {
+      stream: true,
+    });
     for await (const _event of result) {
       // drained
     }

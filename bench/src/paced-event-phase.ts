@@ -29,7 +29,8 @@ export interface PacedEventResult {
 }
 
 /** A message whose echoed answer ("You said: ...") is about 160 characters and unique. */
-const message = (key: string) => `${key}: ${"please tell me how the order is doing today and when it ships ".repeat(2)}`.trim();
+const message = (key: string) =>
+  `${key}: ${"please tell me how the order is doing today and when it ships ".repeat(2)}`.trim();
 
 export async function runPacedEvents(options: PacedEventOptions): Promise<PacedEventResult> {
   const clock = new StepClock();

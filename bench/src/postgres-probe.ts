@@ -30,7 +30,10 @@ export async function readCounters(pool: Pool): Promise<Counters> {
 }
 
 export function counterDelta(before: Counters, after: Counters): CounterDelta {
-  return { walBytes: Number(after.walBytes - before.walBytes), writeTransactions: Number(after.nextXid - before.nextXid) };
+  return {
+    walBytes: Number(after.walBytes - before.walBytes),
+    writeTransactions: Number(after.nextXid - before.nextXid),
+  };
 }
 
 export interface FloorResult extends Summary {
@@ -50,7 +53,11 @@ export class FloorProbe {
   constructor(private readonly pool: Pool) {}
 
   private insert(n: number) {
-    return this.pool.query({ name: "bench_floor_insert", text: "INSERT INTO bench_floor (body) VALUES ($1)", values: [`row ${n}`] });
+    return this.pool.query({
+      name: "bench_floor_insert",
+      text: "INSERT INTO bench_floor (body) VALUES ($1)",
+      values: [`row ${n}`],
+    });
   }
 
   /** Creates the table and warms the connection and the prepared statement up. */

@@ -35,7 +35,11 @@ export class RawSdkPhase {
     for (let t = 1; t <= this.size.turns; t++) {
       this.clock.reset();
       const start = performance.now();
-      const result = await this.runner.run(this.agent, [...history, user(turnScript(`raw${index}`, t, this.size.toolCalls))], { stream: true });
+      const result = await this.runner.run(
+        this.agent,
+        [...history, user(turnScript(`raw${index}`, t, this.size.toolCalls))],
+        { stream: true },
+      );
       for await (const _event of result) {
         // drained, as the durable runner drains its stream
       }

@@ -36,7 +36,9 @@ export class RemoteFollower {
   private readonly ready: Promise<void>;
 
   private constructor(path: string, watchIntervalMs: number) {
-    this.child = fork(followerPath, [path, String(watchIntervalMs)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    this.child = fork(followerPath, [path, String(watchIntervalMs)], {
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
     this.ready = new Promise((resolve, reject) => {
       this.child.once("exit", (code) => {
         this.error ??= new Error(`the follower process exited (${code})`);
@@ -47,7 +49,8 @@ export class RemoteFollower {
         if (report.type === "ready") resolve();
         else if (report.type === "error") this.error = new Error(`follower process: ${report.message}`);
         else {
-          const key = report.type === "following" ? `${report.sessionId} following` : `${report.sessionId} ${report.turnId}`;
+          const key =
+            report.type === "following" ? `${report.sessionId} following` : `${report.sessionId} ${report.turnId}`;
           if (report.type === "turn") this.turns.set(key, { text: report.text, arrivals: report.arrivals });
           else this.turns.set(key, { text: "", arrivals: [] });
           this.waiters.get(key)?.();

@@ -157,18 +157,78 @@ export function judgeTargets(r: Omit<BenchResults, "targets">): Target[] {
       limit: "<= 1.50",
       met: r.overhead.ratios.memoryToRawModelSteps <= 1.5,
     },
-    { name: "store-postgres step / single-row write (median)", value: r.floor.postgresStepToWrite, limit: "<= 2.00", met: r.floor.postgresStepToWrite <= 2 },
-    { name: "growth 10->1000 items, ms per step, memory", value: growthTime(r.growth.memory), limit: "within +-10 %", met: within(growthTime(r.growth.memory), 0.1) },
-    { name: "growth 10->1000 items, ms per step, postgres", value: growthTime(r.growth.postgres), limit: "within +-10 %", met: within(growthTime(r.growth.postgres), 0.1) },
-    { name: "growth 10->1000 items, ms per step outside the runner, memory", value: growthOutside(r.growth.memory), limit: "within +-10 %", met: within(growthOutside(r.growth.memory), 0.1) },
-    { name: "growth 10->1000 items, ms per step outside the runner, postgres", value: growthOutside(r.growth.postgres), limit: "within +-10 %", met: within(growthOutside(r.growth.postgres), 0.1) },
-    { name: "growth 10->1000 items, bytes per step, memory", value: growthBytes(r.growth.memory), limit: "within +-10 %", met: within(growthBytes(r.growth.memory), 0.1) },
-    { name: "growth 10->1000 items, bytes per step, postgres", value: growthBytes(r.growth.postgres), limit: "within +-10 %", met: within(growthBytes(r.growth.postgres), 0.1) },
-    { name: "2 worker processes / 1, steps per second", value: r.throughput.speedup2, limit: ">= 1.70", met: r.throughput.speedup2 >= 1.7 },
-    { name: "event latency p99, memory (ms)", value: r.events.memory.p99Ms, limit: "< 20", met: r.events.memory.p99Ms < 20 },
-    { name: "event latency p99, postgres (ms)", value: r.events.postgres.p99Ms, limit: "< 50", met: r.events.postgres.p99Ms < 50 },
-    { name: "event latency p99, paced stream, memory (ms)", value: r.events.paced.memory.p99Ms, limit: "< 20", met: r.events.paced.memory.p99Ms < 20 },
-    { name: "event latency p99, paced stream, postgres (ms)", value: r.events.paced.postgres.p99Ms, limit: "< 50", met: r.events.paced.postgres.p99Ms < 50 },
+    {
+      name: "store-postgres step / single-row write (median)",
+      value: r.floor.postgresStepToWrite,
+      limit: "<= 2.00",
+      met: r.floor.postgresStepToWrite <= 2,
+    },
+    {
+      name: "growth 10->1000 items, ms per step, memory",
+      value: growthTime(r.growth.memory),
+      limit: "within +-10 %",
+      met: within(growthTime(r.growth.memory), 0.1),
+    },
+    {
+      name: "growth 10->1000 items, ms per step, postgres",
+      value: growthTime(r.growth.postgres),
+      limit: "within +-10 %",
+      met: within(growthTime(r.growth.postgres), 0.1),
+    },
+    {
+      name: "growth 10->1000 items, ms per step outside the runner, memory",
+      value: growthOutside(r.growth.memory),
+      limit: "within +-10 %",
+      met: within(growthOutside(r.growth.memory), 0.1),
+    },
+    {
+      name: "growth 10->1000 items, ms per step outside the runner, postgres",
+      value: growthOutside(r.growth.postgres),
+      limit: "within +-10 %",
+      met: within(growthOutside(r.growth.postgres), 0.1),
+    },
+    {
+      name: "growth 10->1000 items, bytes per step, memory",
+      value: growthBytes(r.growth.memory),
+      limit: "within +-10 %",
+      met: within(growthBytes(r.growth.memory), 0.1),
+    },
+    {
+      name: "growth 10->1000 items, bytes per step, postgres",
+      value: growthBytes(r.growth.postgres),
+      limit: "within +-10 %",
+      met: within(growthBytes(r.growth.postgres), 0.1),
+    },
+    {
+      name: "2 worker processes / 1, steps per second",
+      value: r.throughput.speedup2,
+      limit: ">= 1.70",
+      met: r.throughput.speedup2 >= 1.7,
+    },
+    {
+      name: "event latency p99, memory (ms)",
+      value: r.events.memory.p99Ms,
+      limit: "< 20",
+      met: r.events.memory.p99Ms < 20,
+    },
+    {
+      name: "event latency p99, postgres (ms)",
+      value: r.events.postgres.p99Ms,
+      limit: "< 50",
+      met: r.events.postgres.p99Ms < 50,
+    },
+    {
+      name: "event latency p99, paced stream, memory (ms)",
+      value: r.events.paced.memory.p99Ms,
+      limit: "< 20",
+      met: r.events.paced.memory.p99Ms < 20,
+    },
+    {
+      name: "event latency p99, paced stream, postgres (ms)",
+      value: r.events.paced.postgres.p99Ms,
+      limit: "< 50",
+      met: r.events.paced.postgres.p99Ms < 50,
+    },
     // store-sqlite
     {
       name: "store-sqlite step / single-row write to the same file, synchronous=FULL (median)",
@@ -176,12 +236,42 @@ export function judgeTargets(r: Omit<BenchResults, "targets">): Target[] {
       limit: "<= 3.00",
       met: r.sqliteFloor.fullStepToWrite <= 3,
     },
-    { name: "growth 10->1000 items, ms per step, sqlite", value: growthTime(r.growth.sqlite), limit: "within +-10 %", met: within(growthTime(r.growth.sqlite), 0.1) },
-    { name: "growth 10->1000 items, ms per step outside the runner, sqlite", value: growthOutside(r.growth.sqlite), limit: "within +-10 %", met: within(growthOutside(r.growth.sqlite), 0.1) },
-    { name: "growth 10->1000 items, bytes per step, sqlite", value: growthBytes(r.growth.sqlite), limit: "within +-10 %", met: within(growthBytes(r.growth.sqlite), 0.1) },
-    { name: "2 worker processes / 1 on one file, steps per second, sqlite", value: r.throughput.sqlite.speedup2, limit: ">= 1.70", met: r.throughput.sqlite.speedup2 >= 1.7 },
-    { name: "event latency p99, sqlite, same process (ms)", value: r.events.sqliteSameProcess.p99Ms, limit: "< 20", met: r.events.sqliteSameProcess.p99Ms < 20 },
-    { name: "event latency p99, sqlite, other process (ms)", value: r.events.sqliteOtherProcess.p99Ms, limit: "< 100", met: r.events.sqliteOtherProcess.p99Ms < 100 },
+    {
+      name: "growth 10->1000 items, ms per step, sqlite",
+      value: growthTime(r.growth.sqlite),
+      limit: "within +-10 %",
+      met: within(growthTime(r.growth.sqlite), 0.1),
+    },
+    {
+      name: "growth 10->1000 items, ms per step outside the runner, sqlite",
+      value: growthOutside(r.growth.sqlite),
+      limit: "within +-10 %",
+      met: within(growthOutside(r.growth.sqlite), 0.1),
+    },
+    {
+      name: "growth 10->1000 items, bytes per step, sqlite",
+      value: growthBytes(r.growth.sqlite),
+      limit: "within +-10 %",
+      met: within(growthBytes(r.growth.sqlite), 0.1),
+    },
+    {
+      name: "2 worker processes / 1 on one file, steps per second, sqlite",
+      value: r.throughput.sqlite.speedup2,
+      limit: ">= 1.70",
+      met: r.throughput.sqlite.speedup2 >= 1.7,
+    },
+    {
+      name: "event latency p99, sqlite, same process (ms)",
+      value: r.events.sqliteSameProcess.p99Ms,
+      limit: "< 20",
+      met: r.events.sqliteSameProcess.p99Ms < 20,
+    },
+    {
+      name: "event latency p99, sqlite, other process (ms)",
+      value: r.events.sqliteOtherProcess.p99Ms,
+      limit: "< 100",
+      met: r.events.sqliteOtherProcess.p99Ms < 100,
+    },
     {
       name: "event latency p99, paced stream, sqlite, same process (ms)",
       value: r.events.paced.sqliteSameProcess.p99Ms,
@@ -220,17 +310,85 @@ export function renderReport(r: BenchResults): string {
       `wal_autocheckpoint ${r.sqlite.walAutocheckpoint}, files in ${r.sqlite.folder}, cross-process watch every ${r.sqlite.watchIntervalMs} ms`,
   );
   const w = r.workload;
-  out.push(`Workload: ${w.sessions} sessions x ${w.turnsPerSession} turns x ${w.toolCallsPerTurn} tool calls = ${w.stepsPerTurn} steps per turn; ${w.stepDefinition}`);
+  out.push(
+    `Workload: ${w.sessions} sessions x ${w.turnsPerSession} turns x ${w.toolCallsPerTurn} tool calls = ${w.stepsPerTurn} steps per turn; ${w.stepDefinition}`,
+  );
   out.push("");
   const o = r.overhead;
   out.push(
     table([
-      ["overhead per step", "steps", "median ms", "p99 ms", "mean ms", "median vs raw", "p99 vs raw", "model steps: median ms", "vs raw", "tool steps: median ms"],
-      ["(a) raw SDK", String(o.rawSdk.steps), f(o.rawSdk.medianMs, 3), f(o.rawSdk.p99Ms, 3), f(o.rawSdk.meanMs, 3), "1.00", "1.00", f(o.rawSdk.modelSteps.medianMs, 3), "1.00", f(o.rawSdk.toolSteps.medianMs, 3)],
-      ["(b) store-memory", String(o.memory.steps), f(o.memory.medianMs, 3), f(o.memory.p99Ms, 3), f(o.memory.meanMs, 3), f(o.ratios.memoryToRaw), f(o.ratios.memoryToRawP99), f(o.memory.modelSteps.medianMs, 3), f(o.ratios.memoryToRawModelSteps), f(o.memory.toolSteps.medianMs, 3)],
-      ["(c) store-postgres", String(o.postgres.steps), f(o.postgres.medianMs, 3), f(o.postgres.p99Ms, 3), f(o.postgres.meanMs, 3), f(o.ratios.postgresToRaw), f(o.ratios.postgresToRawP99), f(o.postgres.modelSteps.medianMs, 3), f(o.ratios.postgresToRawModelSteps), f(o.postgres.toolSteps.medianMs, 3)],
-      ["(d) store-sqlite, synchronous=FULL", String(o.sqlite.steps), f(o.sqlite.medianMs, 3), f(o.sqlite.p99Ms, 3), f(o.sqlite.meanMs, 3), f(o.ratios.sqliteToRaw), f(o.ratios.sqliteToRawP99), f(o.sqlite.modelSteps.medianMs, 3), f(o.ratios.sqliteToRawModelSteps), f(o.sqlite.toolSteps.medianMs, 3)],
-      ["(e) store-sqlite, synchronous=NORMAL", String(o.sqliteNormal.steps), f(o.sqliteNormal.medianMs, 3), f(o.sqliteNormal.p99Ms, 3), f(o.sqliteNormal.meanMs, 3), f(o.ratios.sqliteNormalToRaw), f(o.ratios.sqliteNormalToRawP99), f(o.sqliteNormal.modelSteps.medianMs, 3), f(o.ratios.sqliteNormalToRawModelSteps), f(o.sqliteNormal.toolSteps.medianMs, 3)],
+      [
+        "overhead per step",
+        "steps",
+        "median ms",
+        "p99 ms",
+        "mean ms",
+        "median vs raw",
+        "p99 vs raw",
+        "model steps: median ms",
+        "vs raw",
+        "tool steps: median ms",
+      ],
+      [
+        "(a) raw SDK",
+        String(o.rawSdk.steps),
+        f(o.rawSdk.medianMs, 3),
+        f(o.rawSdk.p99Ms, 3),
+        f(o.rawSdk.meanMs, 3),
+        "1.00",
+        "1.00",
+        f(o.rawSdk.modelSteps.medianMs, 3),
+        "1.00",
+        f(o.rawSdk.toolSteps.medianMs, 3),
+      ],
+      [
+        "(b) store-memory",
+        String(o.memory.steps),
+        f(o.memory.medianMs, 3),
+        f(o.memory.p99Ms, 3),
+        f(o.memory.meanMs, 3),
+        f(o.ratios.memoryToRaw),
+        f(o.ratios.memoryToRawP99),
+        f(o.memory.modelSteps.medianMs, 3),
+        f(o.ratios.memoryToRawModelSteps),
+        f(o.memory.toolSteps.medianMs, 3),
+      ],
+      [
+        "(c) store-postgres",
+        String(o.postgres.steps),
+        f(o.postgres.medianMs, 3),
+        f(o.postgres.p99Ms, 3),
+        f(o.postgres.meanMs, 3),
+        f(o.ratios.postgresToRaw),
+        f(o.ratios.postgresToRawP99),
+        f(o.postgres.modelSteps.medianMs, 3),
+        f(o.ratios.postgresToRawModelSteps),
+        f(o.postgres.toolSteps.medianMs, 3),
+      ],
+      [
+        "(d) store-sqlite, synchronous=FULL",
+        String(o.sqlite.steps),
+        f(o.sqlite.medianMs, 3),
+        f(o.sqlite.p99Ms, 3),
+        f(o.sqlite.meanMs, 3),
+        f(o.ratios.sqliteToRaw),
+        f(o.ratios.sqliteToRawP99),
+        f(o.sqlite.modelSteps.medianMs, 3),
+        f(o.ratios.sqliteToRawModelSteps),
+        f(o.sqlite.toolSteps.medianMs, 3),
+      ],
+      [
+        "(e) store-sqlite, synchronous=NORMAL",
+        String(o.sqliteNormal.steps),
+        f(o.sqliteNormal.medianMs, 3),
+        f(o.sqliteNormal.p99Ms, 3),
+        f(o.sqliteNormal.meanMs, 3),
+        f(o.ratios.sqliteNormalToRaw),
+        f(o.ratios.sqliteNormalToRawP99),
+        f(o.sqliteNormal.modelSteps.medianMs, 3),
+        f(o.ratios.sqliteNormalToRawModelSteps),
+        f(o.sqliteNormal.toolSteps.medianMs, 3),
+      ],
     ]),
   );
   out.push("");
@@ -242,7 +400,7 @@ export function renderReport(r: BenchResults): string {
       ["single-row write, p99 ms", f(fl.singleRowWrite.p99, 3)],
       ["store-postgres step / write (median)", f(fl.postgresStepToWrite)],
       ["write transactions per step", f(fl.writeTransactionsPerStep)],
-      ["WAL bytes per step (single write: " + f(fl.singleRowWrite.walBytesPerWrite, 0) + ")", f(fl.walBytesPerStep, 0)],
+      [`WAL bytes per step (single write: ${f(fl.singleRowWrite.walBytesPerWrite, 0)})`, f(fl.walBytesPerStep, 0)],
     ]),
   );
   out.push("");
@@ -258,10 +416,32 @@ export function renderReport(r: BenchResults): string {
     ]),
   );
   out.push("");
-  const growthRows: string[][] = [["growth", "history items", "steps", "median ms", "p99 ms", "minus raw SDK ms", "outside the runner ms", "bytes per step", "writes per step"]];
+  const growthRows: string[][] = [
+    [
+      "growth",
+      "history items",
+      "steps",
+      "median ms",
+      "p99 ms",
+      "minus raw SDK ms",
+      "outside the runner ms",
+      "bytes per step",
+      "writes per step",
+    ],
+  ];
   const addGrowth = (label: string, levels: GrowthLevel[]) => {
     for (const l of levels) {
-      growthRows.push([label, String(l.historyItems), String(l.steps), f(l.medianMs, 3), f(l.p99Ms, 3), l.overheadMs === undefined ? "-" : f(l.overheadMs, 3), l.outsideRunnerMs === undefined ? "-" : f(l.outsideRunnerMs, 3), l.bytesPerStep === undefined ? "-" : f(l.bytesPerStep, 0), l.writesPerStep === undefined ? "-" : f(l.writesPerStep)]);
+      growthRows.push([
+        label,
+        String(l.historyItems),
+        String(l.steps),
+        f(l.medianMs, 3),
+        f(l.p99Ms, 3),
+        l.overheadMs === undefined ? "-" : f(l.overheadMs, 3),
+        l.outsideRunnerMs === undefined ? "-" : f(l.outsideRunnerMs, 3),
+        l.bytesPerStep === undefined ? "-" : f(l.bytesPerStep, 0),
+        l.writesPerStep === undefined ? "-" : f(l.writesPerStep),
+      ]);
     }
   };
   addGrowth("store-memory (JSON bytes)", r.growth.memory);
@@ -272,7 +452,14 @@ export function renderReport(r: BenchResults): string {
   out.push("");
   out.push(
     table([
-      ["adapter model step vs raw SDK model call", "history items", "first step ms", "resumed step ms", "raw SDK call ms", "saved run state chars"],
+      [
+        "adapter model step vs raw SDK model call",
+        "history items",
+        "first step ms",
+        "resumed step ms",
+        "raw SDK call ms",
+        "saved run state chars",
+      ],
       ...r.growth.modelStep.map((p) => [
         "median",
         String(p.historyItems),
@@ -284,7 +471,9 @@ export function renderReport(r: BenchResults): string {
     ]),
   );
   out.push("");
-  const partRows: string[][] = [["store-memory bytes per step by part", ...r.growth.memory.map((l) => `${l.historyItems} items`)]];
+  const partRows: string[][] = [
+    ["store-memory bytes per step by part", ...r.growth.memory.map((l) => `${l.historyItems} items`)],
+  ];
   for (const part of Object.keys(r.growth.memory[0]?.bytesPerStepByPart ?? {})) {
     partRows.push([part, ...r.growth.memory.map((l) => f(l.bytesPerStepByPart?.[part] ?? Number.NaN, 0))]);
   }
@@ -294,7 +483,20 @@ export function renderReport(r: BenchResults): string {
   }
   const throughputTable = (label: string, runs: readonly ThroughputResult[], queries: string) =>
     table([
-      [label, "sessions", "steps", "seconds", "steps/s", "vs 1 process", "workers' CPU (cores)", "PostgreSQL CPU (cores)", "CPU ms per step", queries, "machine busy", "other processes (cores)"],
+      [
+        label,
+        "sessions",
+        "steps",
+        "seconds",
+        "steps/s",
+        "vs 1 process",
+        "workers' CPU (cores)",
+        "PostgreSQL CPU (cores)",
+        "CPU ms per step",
+        queries,
+        "machine busy",
+        "other processes (cores)",
+      ],
       ...runs.map((t) => [
         `${t.processes} worker process${t.processes > 1 ? "es" : ""}`,
         String(t.sessions),
@@ -319,27 +521,79 @@ export function renderReport(r: BenchResults): string {
       .filter((t) => (t.store ?? "postgres") === kind)
       .map((t) => `${t.processes}p ${f(t.stepsPerSecond, 0)}`)
       .join(", ");
-  out.push(`Throughput: median of ${r.throughput.rounds} round(s); every run's steps/s: postgres ${everyRun("postgres")}; sqlite ${everyRun("sqlite")}`);
+  out.push(
+    `Throughput: median of ${r.throughput.rounds} round(s); every run's steps/s: postgres ${everyRun("postgres")}; sqlite ${everyRun("sqlite")}`,
+  );
   out.push("");
   out.push(
     table([
       ["event latency (text delta -> followEvents)", "deltas", "p50 ms", "p99 ms"],
-      ["store-memory, workload (3 chunks at once)", String(r.events.memory.n), f(r.events.memory.p50Ms, 3), f(r.events.memory.p99Ms, 3)],
-      ["store-postgres, workload (3 chunks at once)", String(r.events.postgres.n), f(r.events.postgres.p50Ms, 3), f(r.events.postgres.p99Ms, 3)],
-      [`store-memory, paced (${r.events.paced.chunks} chunks ${r.events.paced.paceMs} ms apart)`, String(r.events.paced.memory.n), f(r.events.paced.memory.p50Ms, 3), f(r.events.paced.memory.p99Ms, 3)],
-      [`store-postgres, paced (${r.events.paced.chunks} chunks ${r.events.paced.paceMs} ms apart)`, String(r.events.paced.postgres.n), f(r.events.paced.postgres.p50Ms, 3), f(r.events.paced.postgres.p99Ms, 3)],
-      ["store-sqlite FULL, workload, during (d)", String(r.events.sqlite.n), f(r.events.sqlite.p50Ms, 3), f(r.events.sqlite.p99Ms, 3)],
-      ["store-sqlite, workload, same process", String(r.events.sqliteSameProcess.n), f(r.events.sqliteSameProcess.p50Ms, 3), f(r.events.sqliteSameProcess.p99Ms, 3)],
-      ["store-sqlite, workload, other process", String(r.events.sqliteOtherProcess.n), f(r.events.sqliteOtherProcess.p50Ms, 3), f(r.events.sqliteOtherProcess.p99Ms, 3)],
-      ["store-sqlite, paced, same process", String(r.events.paced.sqliteSameProcess.n), f(r.events.paced.sqliteSameProcess.p50Ms, 3), f(r.events.paced.sqliteSameProcess.p99Ms, 3)],
-      ["store-sqlite, paced, other process", String(r.events.paced.sqliteOtherProcess.n), f(r.events.paced.sqliteOtherProcess.p50Ms, 3), f(r.events.paced.sqliteOtherProcess.p99Ms, 3)],
+      [
+        "store-memory, workload (3 chunks at once)",
+        String(r.events.memory.n),
+        f(r.events.memory.p50Ms, 3),
+        f(r.events.memory.p99Ms, 3),
+      ],
+      [
+        "store-postgres, workload (3 chunks at once)",
+        String(r.events.postgres.n),
+        f(r.events.postgres.p50Ms, 3),
+        f(r.events.postgres.p99Ms, 3),
+      ],
+      [
+        `store-memory, paced (${r.events.paced.chunks} chunks ${r.events.paced.paceMs} ms apart)`,
+        String(r.events.paced.memory.n),
+        f(r.events.paced.memory.p50Ms, 3),
+        f(r.events.paced.memory.p99Ms, 3),
+      ],
+      [
+        `store-postgres, paced (${r.events.paced.chunks} chunks ${r.events.paced.paceMs} ms apart)`,
+        String(r.events.paced.postgres.n),
+        f(r.events.paced.postgres.p50Ms, 3),
+        f(r.events.paced.postgres.p99Ms, 3),
+      ],
+      [
+        "store-sqlite FULL, workload, during (d)",
+        String(r.events.sqlite.n),
+        f(r.events.sqlite.p50Ms, 3),
+        f(r.events.sqlite.p99Ms, 3),
+      ],
+      [
+        "store-sqlite, workload, same process",
+        String(r.events.sqliteSameProcess.n),
+        f(r.events.sqliteSameProcess.p50Ms, 3),
+        f(r.events.sqliteSameProcess.p99Ms, 3),
+      ],
+      [
+        "store-sqlite, workload, other process",
+        String(r.events.sqliteOtherProcess.n),
+        f(r.events.sqliteOtherProcess.p50Ms, 3),
+        f(r.events.sqliteOtherProcess.p99Ms, 3),
+      ],
+      [
+        "store-sqlite, paced, same process",
+        String(r.events.paced.sqliteSameProcess.n),
+        f(r.events.paced.sqliteSameProcess.p50Ms, 3),
+        f(r.events.paced.sqliteSameProcess.p99Ms, 3),
+      ],
+      [
+        "store-sqlite, paced, other process",
+        String(r.events.paced.sqliteOtherProcess.n),
+        f(r.events.paced.sqliteOtherProcess.p50Ms, 3),
+        f(r.events.paced.sqliteOtherProcess.p99Ms, 3),
+      ],
     ]),
   );
   out.push("");
   out.push(
     table([
       ["target", "value", "limit", "status"],
-      ...r.targets.map((t) => [t.name, t.limit.startsWith("within") ? pct(t.value) : f(t.value), t.limit, t.met ? "met" : "MISSED"]),
+      ...r.targets.map((t) => [
+        t.name,
+        t.limit.startsWith("within") ? pct(t.value) : f(t.value),
+        t.limit,
+        t.met ? "met" : "MISSED",
+      ]),
     ]),
   );
   return out.join("\n");

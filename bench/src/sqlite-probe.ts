@@ -34,7 +34,10 @@ export class SqliteFloorProbe {
   private readonly insert;
   private count = 0;
 
-  constructor(path: string, readonly synchronous: Synchronous) {
+  constructor(
+    path: string,
+    readonly synchronous: Synchronous,
+  ) {
     this.db = openSide(path, synchronous);
     this.insert = this.db.prepare("INSERT INTO bench_floor (body) VALUES (?)");
     for (let n = 0; n < 20; n++) this.insert.run(`warm-up ${n}`);
@@ -80,7 +83,8 @@ export function readWal(walPath: string): WalPosition {
   }
   try {
     const header = Buffer.alloc(WAL_HEADER);
-    if (readSync(fd, header, 0, WAL_HEADER, 0) < WAL_HEADER) return { salt1: 0, salt2: 0, pageSize: 0, frames: 0, commits: 0 };
+    if (readSync(fd, header, 0, WAL_HEADER, 0) < WAL_HEADER)
+      return { salt1: 0, salt2: 0, pageSize: 0, frames: 0, commits: 0 };
     const pageSize = header.readUInt32BE(8) === 1 ? 65536 : header.readUInt32BE(8);
     const salt1 = header.readUInt32BE(16);
     const salt2 = header.readUInt32BE(20);
@@ -136,7 +140,10 @@ export class WalMeter implements BytesMeter {
     if (after.salt1 !== before.salt1 || after.salt2 !== before.salt2 || after.frames < before.frames) {
       throw new Error("the WAL was restarted during a measured turn: its frames cannot be counted");
     }
-    return { bytes: (after.frames - before.frames) * (FRAME_HEADER + after.pageSize), writes: after.commits - before.commits };
+    return {
+      bytes: (after.frames - before.frames) * (FRAME_HEADER + after.pageSize),
+      writes: after.commits - before.commits,
+    };
   }
 
   close(): void {

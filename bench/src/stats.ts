@@ -27,5 +27,8 @@ export function summarize(samples: readonly number[]): Summary {
 }
 
 export function percentile(samples: readonly number[], q: number): number {
-  return quantile([...samples].sort((a, b) => a - b), q);
+  return quantile(
+    [...samples].sort((a, b) => a - b),
+    q,
+  );
 }

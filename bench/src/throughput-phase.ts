@@ -178,7 +178,9 @@ function sqliteBackend(file: string, concurrency: number): Backend {
     store,
     workerArgs: ["sqlite", file, String(concurrency)],
     async done(turns) {
-      const row = read().prepare("SELECT count(*) AS n FROM sessions WHERE inbox_cursor >= ? AND NOT runnable").get(turns) as { n: number };
+      const row = read()
+        .prepare("SELECT count(*) AS n FROM sessions WHERE inbox_cursor >= ? AND NOT runnable")
+        .get(turns) as { n: number };
       return Number(row.n);
     },
     async counted() {
@@ -203,8 +205,15 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
   const kind = options.target.kind;
   const backend =
     options.target.kind === "postgres"
-      ? await postgresBackend(options.target.connectionString, `bench_tp${options.processes}_r${options.round}`, options.concurrency)
-      : sqliteBackend(join(options.target.dir, `throughput-${options.processes}p-r${options.round}.db`), options.concurrency);
+      ? await postgresBackend(
+          options.target.connectionString,
+          `bench_tp${options.processes}_r${options.round}`,
+          options.concurrency,
+        )
+      : sqliteBackend(
+          join(options.target.dir, `throughput-${options.processes}p-r${options.round}.db`),
+          options.concurrency,
+        );
   const store = backend.store;
   const children: ChildProcess[] = [];
   try {
@@ -213,7 +222,8 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     for (let s = 0; s < options.sessions; s++) {
       const sessionId = `tp-${kind}${options.processes}-r${options.round}-s${s}`;
       await client.startSession({ agent: AGENT_NAME, sessionId, message: turnScript(sessionId, 1, options.toolCalls) });
-      for (let t = 2; t <= options.turns; t++) await client.sendMessage(sessionId, turnScript(sessionId, t, options.toolCalls));
+      for (let t = 2; t <= options.turns; t++)
+        await client.sendMessage(sessionId, turnScript(sessionId, t, options.toolCalls));
     }
     const stopped: Promise<{ cpuMs: number; modelCalls: number; queries: Record<string, number> }>[] = [];
     const ready: Promise<void>[] = [];
@@ -265,12 +275,14 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     const steps = counted.steps;
     if (counted.failed > 0) throw new Error(`${counted.failed} turns failed in the throughput run`);
     const expectedSteps = expectedTurns * stepsPerTurn(options.toolCalls);
-    if (steps !== expectedSteps) throw new Error(`the throughput run completed ${steps} steps, expected ${expectedSteps}`);
+    if (steps !== expectedSteps)
+      throw new Error(`the throughput run completed ${steps} steps, expected ${expectedSteps}`);
     const seconds = (end - start) / 1000;
     const machineBusy = (cpuEnd.busy - cpuStart.busy) / Math.max(1, cpuEnd.total - cpuStart.total);
     const cpuMs = reports.reduce((sum, r) => sum + r.cpuMs, 0);
     const queries: Record<string, number> = {};
-    for (const report of reports) for (const [key, n] of Object.entries(report.queries)) queries[key] = (queries[key] ?? 0) + n;
+    for (const report of reports)
+      for (const [key, n] of Object.entries(report.queries)) queries[key] = (queries[key] ?? 0) + n;
     const totalQueries = Object.values(queries).reduce((sum, n) => sum + n, 0);
     return {
       store: kind,
@@ -291,7 +303,11 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
       ),
       machineBusy,
       benchProcessCpuCores: (ownCpu.user + ownCpu.system) / 1e6 / seconds,
-      otherCpuCores: machineBusy * cpus().length - (cpuMs / 1000 / seconds) - serverMs / 1000 / seconds - (ownCpu.user + ownCpu.system) / 1e6 / seconds,
+      otherCpuCores:
+        machineBusy * cpus().length -
+        cpuMs / 1000 / seconds -
+        serverMs / 1000 / seconds -
+        (ownCpu.user + ownCpu.system) / 1e6 / seconds,
     };
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill();

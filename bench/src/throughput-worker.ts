@@ -17,7 +17,12 @@ import { AGENT_NAME, makeDefinition, turnScript } from "./workload.js";
 export type ParentMessage = { readonly type: "go" } | { readonly type: "stop" };
 export type ChildMessage =
   | { readonly type: "ready" }
-  | { readonly type: "stopped"; readonly cpuMs: number; readonly modelCalls: number; readonly queries: Record<string, number> }
+  | {
+      readonly type: "stopped";
+      readonly cpuMs: number;
+      readonly modelCalls: number;
+      readonly queries: Record<string, number>;
+    }
   | { readonly type: "error"; readonly message: string };
 
 interface Opened {
@@ -37,7 +42,10 @@ function openPostgres(url: string, schema: string, concurrency: number): Opened 
   const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
   (pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
     const config = args[0] as { name?: string } | string;
-    const key = typeof config === "string" ? config.trim().split(/\s+/)[0]! : (config.name ?? "unnamed").replace(/^durable_agents_[a-z0-9_]+?_(?=[a-zA-Z]+$)/, "");
+    const key =
+      typeof config === "string"
+        ? config.trim().split(/\s+/)[0]!
+        : (config.name ?? "unnamed").replace(/^durable_agents_[a-z0-9_]+?_(?=[a-zA-Z]+$)/, "");
     queries[key] = (queries[key] ?? 0) + 1;
     return query(...args);
   };
@@ -61,7 +69,8 @@ function openSqlite(file: string, concurrency: number): Opened {
   const store = new Proxy(inner, {
     get(target, name, receiver) {
       const value = Reflect.get(target, name, receiver) as unknown;
-      if (typeof value !== "function" || typeof name !== "string" || name === "subscribe" || name === "close") return value;
+      if (typeof value !== "function" || typeof name !== "string" || name === "subscribe" || name === "close")
+        return value;
       return (...args: unknown[]) => {
         queries[name] = (queries[name] ?? 0) + 1;
         return (value as (...a: unknown[]) => unknown).apply(target, args);
@@ -83,7 +92,12 @@ async function main(): Promise<void> {
   const clock = new StepClock();
   clock.enabled = false;
   const { definition, model } = makeDefinition(clock);
-  const worker = new Worker({ store, sessions: [definition], concurrency, onError: (error) => send({ type: "error", message: String(error) }) });
+  const worker = new Worker({
+    store,
+    sessions: [definition],
+    concurrency,
+    onError: (error) => send({ type: "error", message: String(error) }),
+  });
   await opened.connect();
   await warmUp();
   for (const key of Object.keys(queries)) delete queries[key];
@@ -120,7 +134,10 @@ async function warmUp(): Promise<void> {
     await client.sendMessage(sessionId, turnScript(sessionId, 2, 2));
   }
   for (let s = 0; s < 8; s++) {
-    await client.waitFor(`warm-${s}`, (snapshot) => snapshot.turnCount >= 2 && snapshot.status === "idle" && snapshot.queuedMessages === 0);
+    await client.waitFor(
+      `warm-${s}`,
+      (snapshot) => snapshot.turnCount >= 2 && snapshot.status === "idle" && snapshot.queuedMessages === 0,
+    );
   }
   await worker.stop();
 }

@@ -19,14 +19,18 @@ export class TurnFollower {
   private readonly loop: Promise<void>;
   private error: unknown = null;
 
-  constructor(client: SessionClient, private readonly sessionId: string) {
+  constructor(
+    client: SessionClient,
+    private readonly sessionId: string,
+  ) {
     this.loop = this.follow(client).catch((error: unknown) => {
       this.error = error;
     });
   }
 
   private async follow(client: SessionClient): Promise<void> {
-    for await (const event of client.followEvents(this.sessionId, { signal: this.controller.signal })) this.onEvent(event);
+    for await (const event of client.followEvents(this.sessionId, { signal: this.controller.signal }))
+      this.onEvent(event);
   }
 
   private onEvent(event: SessionEvent): void {
@@ -52,7 +56,11 @@ export class TurnFollower {
       (await new Promise<number>((resolve, reject) => {
         const timer = setTimeout(() => {
           this.waiters.delete(turnId);
-          reject(new Error(`turn ${turnId} of ${this.sessionId} did not end within ${timeoutMs} ms (${String(this.error ?? "")})`));
+          reject(
+            new Error(
+              `turn ${turnId} of ${this.sessionId} did not end within ${timeoutMs} ms (${String(this.error ?? "")})`,
+            ),
+          );
         }, timeoutMs);
         this.waiters.set(turnId, (time) => {
           clearTimeout(timer);

@@ -41,7 +41,8 @@ export function turnScript(sessionKey: string, turn: number, toolCalls: number):
  * response, their `k` results, the answer: 2k + 2 items). `items` must be even and at least 4.
  */
 export function seedScript(sessionKey: string, items: number): string {
-  if (items < 4 || items % 2 !== 0) throw new Error(`a seed turn makes an even number of items, at least 4 (asked ${items})`);
+  if (items < 4 || items % 2 !== 0)
+    throw new Error(`a seed turn makes an even number of items, at least 4 (asked ${items})`);
   const calls = (items - 2) / 2;
   const lines: string[] = [];
   for (let c = 1; c <= calls; c++) lines.push(`call ${TOOL_NAME} {"key":"${sessionKey}-seed-${c}"}`);

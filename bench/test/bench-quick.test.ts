@@ -39,7 +39,13 @@ describe("pnpm bench --quick", () => {
       expect(r.sqlite.journalMode).toBe("wal");
       expect(r.sqlite.pageSize).toBeGreaterThan(0);
       expect(r.sqlite.watchIntervalMs).toBeGreaterThan(0);
-      for (const phase of [r.overhead.rawSdk, r.overhead.memory, r.overhead.postgres, r.overhead.sqlite, r.overhead.sqliteNormal]) {
+      for (const phase of [
+        r.overhead.rawSdk,
+        r.overhead.memory,
+        r.overhead.postgres,
+        r.overhead.sqlite,
+        r.overhead.sqliteNormal,
+      ]) {
         expect(phase.steps).toBe(stepsPerPhase);
         for (const value of [phase.medianMs, phase.p99Ms, phase.meanMs]) expect(value).toBeGreaterThan(0);
         expect(phase.p99Ms).toBeGreaterThanOrEqual(phase.medianMs);
@@ -55,15 +61,24 @@ describe("pnpm bench --quick", () => {
       expect(r.floor.walBytesPerStep).toBeGreaterThan(0);
 
       // store-sqlite's floor: single-row writes to the same file, FULL and NORMAL; the ratios follow.
-      for (const [floor, synchronous] of [[r.sqliteFloor.full, "full"], [r.sqliteFloor.normal, "normal"]] as const) {
+      for (const [floor, synchronous] of [
+        [r.sqliteFloor.full, "full"],
+        [r.sqliteFloor.normal, "normal"],
+      ] as const) {
         expect(floor.synchronous).toBe(synchronous);
         expect(floor.n).toBeGreaterThan(0);
         expect(floor.median).toBeGreaterThan(0);
         expect(floor.p99).toBeGreaterThanOrEqual(floor.median);
       }
       expect(r.sqliteFloor.fullStepToWrite).toBeCloseTo(r.overhead.sqlite.medianMs / r.sqliteFloor.full.median, 6);
-      expect(r.sqliteFloor.normalStepToWrite).toBeCloseTo(r.overhead.sqliteNormal.medianMs / r.sqliteFloor.normal.median, 6);
-      expect(r.sqliteFloor.normalStepToFullWrite).toBeCloseTo(r.overhead.sqliteNormal.medianMs / r.sqliteFloor.full.median, 6);
+      expect(r.sqliteFloor.normalStepToWrite).toBeCloseTo(
+        r.overhead.sqliteNormal.medianMs / r.sqliteFloor.normal.median,
+        6,
+      );
+      expect(r.sqliteFloor.normalStepToFullWrite).toBeCloseTo(
+        r.overhead.sqliteNormal.medianMs / r.sqliteFloor.full.median,
+        6,
+      );
 
       for (const levels of [r.growth.memory, r.growth.postgres, r.growth.sqlite, r.growth.rawSdkReference]) {
         expect(levels.map((l) => l.historyItems)).toEqual([10, 100, 1000]);
@@ -88,7 +103,8 @@ describe("pnpm bench --quick", () => {
 
       expect(r.growth.modelStep.map((p) => p.historyItems)).toEqual([10, 100, 1000]);
       for (const p of r.growth.modelStep) {
-        for (const value of [p.adapterFirstStepMs, p.adapterResumedStepMs, p.rawModelCallMs, p.runStateChars]) expect(value).toBeGreaterThan(0);
+        for (const value of [p.adapterFirstStepMs, p.adapterResumedStepMs, p.rawModelCallMs, p.runStateChars])
+          expect(value).toBeGreaterThan(0);
       }
 
       expect(r.throughput.runs.map((t) => t.processes)).toEqual([1, 2, 4]);
@@ -103,11 +119,24 @@ describe("pnpm bench --quick", () => {
         expect(t.queriesPerStep).toBeGreaterThan(0);
       }
       for (const t of r.throughput.sqlite.runs) expect(t.postgresCpuCores).toBe(0);
-      for (const tp of [r.throughput, r.throughput.sqlite]) expect(isFigure(tp.speedup2) && isFigure(tp.speedup4)).toBe(true);
+      for (const tp of [r.throughput, r.throughput.sqlite])
+        expect(isFigure(tp.speedup2) && isFigure(tp.speedup4)).toBe(true);
 
       expect(r.events.paced.chunks).toBeGreaterThan(1);
-      const sqliteEvents = [r.events.sqlite, r.events.sqliteSameProcess, r.events.sqliteOtherProcess, r.events.paced.sqliteSameProcess, r.events.paced.sqliteOtherProcess];
-      for (const events of [r.events.memory, r.events.postgres, r.events.paced.memory, r.events.paced.postgres, ...sqliteEvents]) {
+      const sqliteEvents = [
+        r.events.sqlite,
+        r.events.sqliteSameProcess,
+        r.events.sqliteOtherProcess,
+        r.events.paced.sqliteSameProcess,
+        r.events.paced.sqliteOtherProcess,
+      ];
+      for (const events of [
+        r.events.memory,
+        r.events.postgres,
+        r.events.paced.memory,
+        r.events.paced.postgres,
+        ...sqliteEvents,
+      ]) {
         expect(events.n).toBeGreaterThan(0);
         expect(events.p50Ms).toBeGreaterThan(0);
         expect(events.p99Ms).toBeGreaterThanOrEqual(events.p50Ms);

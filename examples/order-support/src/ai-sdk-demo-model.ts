@@ -9,7 +9,13 @@ import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { toolOutputText } from "@durable-agents/ai-sdk";
 import { MockLanguageModelV4 } from "ai/test";
-import { chunkText, decideDemoTurn, orderIdOfArguments, type DemoDecision, type DemoToolResult } from "./demo-decision.js";
+import {
+  chunkText,
+  decideDemoTurn,
+  orderIdOfArguments,
+  type DemoDecision,
+  type DemoToolResult,
+} from "./demo-decision.js";
 
 type CallOptions = MockLanguageModelV4["doStreamCalls"][number];
 type StreamResult = Awaited<ReturnType<MockLanguageModelV4["doStream"]>>;
@@ -68,7 +74,8 @@ function respond(call: CallOptions): DemoResponse {
   for (const message of turn) {
     const parts = (Array.isArray(message.content) ? message.content : []) as unknown as Part[];
     for (const part of parts) {
-      if (message.role === "assistant" && part.type === "tool-call") callArguments.set(String(part.toolCallId), part.input);
+      if (message.role === "assistant" && part.type === "tool-call")
+        callArguments.set(String(part.toolCallId), part.input);
       if (message.role === "tool" && part.type === "tool-result") {
         toolResults.push({
           name: String(part.toolName),
@@ -98,7 +105,9 @@ function respond(call: CallOptions): DemoResponse {
 function textOf(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  return (content as Part[]).map((part) => (part.type === "text" && typeof part.text === "string" ? part.text : "")).join("\n");
+  return (content as Part[])
+    .map((part) => (part.type === "text" && typeof part.text === "string" ? part.text : ""))
+    .join("\n");
 }
 
 /** The `order_id` of a prompt's tool call input: an object, or JSON text. */
@@ -110,7 +119,9 @@ function orderIdOf(input: unknown): string | null {
 }
 
 function finishReason(decision: DemoDecision) {
-  return decision.kind === "text" ? { unified: "stop" as const, raw: "stop" } : { unified: "tool-calls" as const, raw: "tool_calls" };
+  return decision.kind === "text"
+    ? { unified: "stop" as const, raw: "stop" }
+    : { unified: "tool-calls" as const, raw: "tool_calls" };
 }
 
 function toolCall(response: DemoResponse) {
@@ -137,20 +148,32 @@ function generate(response: DemoResponse): GenerateResult {
   };
 }
 
-function stream(response: DemoResponse, chunkSize: number, chunkDelayMs: number, signal: AbortSignal | undefined): StreamResult {
+function stream(
+  response: DemoResponse,
+  chunkSize: number,
+  chunkDelayMs: number,
+  signal: AbortSignal | undefined,
+): StreamResult {
   const parts: { readonly part: StreamPart; readonly pause: boolean }[] = [
     { part: { type: "stream-start", warnings: [] }, pause: false },
-    { part: { type: "response-metadata", id: `resp_demo_${response.digest}`, modelId: "order-support-demo" }, pause: false },
+    {
+      part: { type: "response-metadata", id: `resp_demo_${response.digest}`, modelId: "order-support-demo" },
+      pause: false,
+    },
   ];
   if (response.decision.kind === "text") {
     const id = `text_demo_${response.digest}`;
     parts.push({ part: { type: "text-start", id }, pause: false });
-    for (const delta of chunkText(response.decision.text, chunkSize)) parts.push({ part: { type: "text-delta", id, delta }, pause: true });
+    for (const delta of chunkText(response.decision.text, chunkSize))
+      parts.push({ part: { type: "text-delta", id, delta }, pause: true });
     parts.push({ part: { type: "text-end", id }, pause: false });
   }
   const call = toolCall(response);
   if (call !== null) parts.push({ part: call, pause: false });
-  parts.push({ part: { type: "finish", usage: response.usage, finishReason: finishReason(response.decision) }, pause: false });
+  parts.push({
+    part: { type: "finish", usage: response.usage, finishReason: finishReason(response.decision) },
+    pause: false,
+  });
 
   let next = 0;
   return {

@@ -22,10 +22,20 @@ export function aiSdkOrderSupportModelFromEnv(
   const name = env.ORDER_SUPPORT_MODEL?.trim() ?? "";
   const key = env.OPENAI_API_KEY?.trim() ?? "";
   if (name === "" || name === "demo") {
-    return { model: new OrderSupportAiSdkDemoModel(demoOptions), description: "demo model (local, no API key needed)", isDemo: true };
+    return {
+      model: new OrderSupportAiSdkDemoModel(demoOptions),
+      description: "demo model (local, no API key needed)",
+      isDemo: true,
+    };
   }
   if (key === "") {
-    throw new ConfigurationError(`ORDER_SUPPORT_MODEL is "${name}" but OPENAI_API_KEY is not set; set both, or neither for the demo model`);
+    throw new ConfigurationError(
+      `ORDER_SUPPORT_MODEL is "${name}" but OPENAI_API_KEY is not set; set both, or neither for the demo model`,
+    );
   }
-  return { model: createOpenAI({ apiKey: key })(name), description: `OpenAI model "${name}" through @ai-sdk/openai`, isDemo: false };
+  return {
+    model: createOpenAI({ apiKey: key })(name),
+    description: `OpenAI model "${name}" through @ai-sdk/openai`,
+    isDemo: false,
+  };
 }

@@ -30,7 +30,11 @@ export function rejectAutomatically(message: string | null, how: string): Approv
 export function askOnTerminal(input: NodeJS.ReadableStream, output: NodeJS.WritableStream): ApprovalDecider {
   return async (interrupt, signal) => {
     for (;;) {
-      const answer = (await ask(input, output, `  ? Approve ${interrupt.toolName} ${interrupt.arguments}? [y/n] `, signal)).trim().toLowerCase();
+      const answer = (
+        await ask(input, output, `  ? Approve ${interrupt.toolName} ${interrupt.arguments}? [y/n] `, signal)
+      )
+        .trim()
+        .toLowerCase();
       if (answer === "y" || answer === "yes") return { approved: true, message: null, how: "approved at the terminal" };
       if (answer === "n" || answer === "no") {
         const why = (await ask(input, output, "    Message for the agent (optional): ", signal)).trim();
@@ -49,7 +53,9 @@ export async function askYesNo(
   signal?: AbortSignal,
 ): Promise<boolean> {
   for (;;) {
-    const answer = (await ask(input, output, `${question} ${defaultYes ? "[Y/n]" : "[y/N]"} `, signal)).trim().toLowerCase();
+    const answer = (await ask(input, output, `${question} ${defaultYes ? "[Y/n]" : "[y/N]"} `, signal))
+      .trim()
+      .toLowerCase();
     if (answer === "") return defaultYes;
     if (answer === "y" || answer === "yes") return true;
     if (answer === "n" || answer === "no") return false;
@@ -62,7 +68,12 @@ export async function askYesNo(
  * the same way wherever it is. From a pipe, one reader per stream queues the lines, so answers
  * written ahead of their questions are not lost; the answer is echoed after the question.
  */
-async function ask(input: NodeJS.ReadableStream, output: NodeJS.WritableStream, question: string, signal?: AbortSignal): Promise<string> {
+async function ask(
+  input: NodeJS.ReadableStream,
+  output: NodeJS.WritableStream,
+  question: string,
+  signal?: AbortSignal,
+): Promise<string> {
   signal?.throwIfAborted();
   if ((input as { isTTY?: boolean }).isTTY !== true) {
     output.write(question);
@@ -94,7 +105,8 @@ class PipedLines {
     });
     rl.on("close", () => {
       this.#closed = true;
-      for (const waiter of this.#waiting.splice(0)) waiter.reject(new Error("stdin ended before the question was answered"));
+      for (const waiter of this.#waiting.splice(0))
+        waiter.reject(new Error("stdin ended before the question was answered"));
     });
   }
 
@@ -127,7 +139,7 @@ class PipedLines {
 const pipes = new WeakMap<NodeJS.ReadableStream, PipedLines>();
 
 function pipedLines(input: NodeJS.ReadableStream): PipedLines {
-  let lines = pipes.get(input);
-  if (!lines) pipes.set(input, (lines = new PipedLines(input)));
+  const lines = pipes.get(input) ?? new PipedLines(input);
+  pipes.set(input, lines);
   return lines;
 }

@@ -74,7 +74,11 @@ export function createOrderSupportServer(options: OrderSupportServerOptions): Ho
     const token = c.req.header("x-session-token") ?? c.req.query("token") ?? null;
     const check = tokens.check(sessionId, token);
     if (check === "missing") {
-      throw new HttpError(401, "unauthorized", "this route needs the session token (header X-Session-Token or ?token=)");
+      throw new HttpError(
+        401,
+        "unauthorized",
+        "this route needs the session token (header X-Session-Token or ?token=)",
+      );
     }
     if (check === "wrong") throw new HttpError(403, "forbidden", "the session token does not match this session");
     c.set("sessionId", sessionId);
@@ -106,7 +110,11 @@ export function createOrderSupportServer(options: OrderSupportServerOptions): Ho
       if (!interruptId) throw new InvalidInputError("the interrupt ID is missing");
       const body = await readJsonObject(c, { allowEmpty: true });
       const message = optionalText(body, "message", maxTextChars) ?? null;
-      const result = await client.resolveInterrupt(c.var.sessionId, { interruptId, approved: decision === "approve", message });
+      const result = await client.resolveInterrupt(c.var.sessionId, {
+        interruptId,
+        approved: decision === "approve",
+        message,
+      });
       return c.json({ accepted: true, seq: result.seq }, 202);
     });
   }
@@ -133,7 +141,13 @@ function startCursor(c: AppContext): number {
   return Number(raw.trim());
 }
 
-function sseResponse(c: AppContext, client: OrderSupportClient, sessionId: string, after: number, keepAliveMs: number): Response {
+function sseResponse(
+  c: AppContext,
+  client: OrderSupportClient,
+  sessionId: string,
+  after: number,
+  keepAliveMs: number,
+): Response {
   const encoder = new TextEncoder();
   const stop = new AbortController();
   const requestSignal = c.req.raw.signal;

@@ -59,7 +59,8 @@ export function orderIdOfArguments(args: string | undefined): string | null {
   if (args === undefined) return null;
   try {
     const parsed: unknown = JSON.parse(args);
-    const orderId = typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>).order_id : undefined;
+    const orderId =
+      typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>).order_id : undefined;
     return typeof orderId === "string" ? orderId : null;
   } catch {
     return null;

@@ -13,7 +13,13 @@
 import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Usage } from "@openai/agents";
-import { chunkText, decideDemoTurn, orderIdOfArguments, type DemoDecision, type DemoToolResult } from "./demo-decision.js";
+import {
+  chunkText,
+  decideDemoTurn,
+  orderIdOfArguments,
+  type DemoDecision,
+  type DemoToolResult,
+} from "./demo-decision.js";
 import type {
   AgentInputItem,
   AssistantMessageItem,
@@ -78,7 +84,8 @@ export class OrderSupportDemoModel implements Model {
 
 /** The decision for a request, from its input and offered tools only. */
 export function decideDemoResponse(request: Pick<ModelRequest, "input" | "tools">): DemoDecision {
-  const items: AgentInputItem[] = typeof request.input === "string" ? [{ role: "user", content: request.input }] : request.input;
+  const items: AgentInputItem[] =
+    typeof request.input === "string" ? [{ role: "user", content: request.input }] : request.input;
   let lastUser = -1;
   for (let index = items.length - 1; index >= 0; index--) {
     if (isUserMessage(items[index])) {
@@ -89,7 +96,8 @@ export function decideDemoResponse(request: Pick<ModelRequest, "input" | "tools"
   const userText = lastUser >= 0 ? userMessageText(items[lastUser]!) : "";
   const turnItems = items.slice(lastUser + 1);
   const calls = new Map<string, string>();
-  for (const item of turnItems) if ("type" in item && item.type === "function_call") calls.set(item.callId, item.arguments);
+  for (const item of turnItems)
+    if ("type" in item && item.type === "function_call") calls.set(item.callId, item.arguments);
   const toolResults = turnItems.flatMap((item) => toolResult(item, calls));
   return decideDemoTurn({ userText, toolResults, offeredTools: new Set(request.tools.map((tool) => tool.name)) });
 }
@@ -150,7 +158,8 @@ function toolResult(item: AgentInputItem, calls: ReadonlyMap<string, string>): D
   const output = item.output;
   let text: string;
   if (typeof output === "string") text = output;
-  else if (Array.isArray(output)) text = output.map((part) => ("text" in part && typeof part.text === "string" ? part.text : "")).join("");
+  else if (Array.isArray(output))
+    text = output.map((part) => ("text" in part && typeof part.text === "string" ? part.text : "")).join("");
   else text = "text" in output && typeof output.text === "string" ? output.text : JSON.stringify(output);
   return [{ name: item.name, text, orderId: orderIdOfArguments(calls.get(item.callId)) }];
 }

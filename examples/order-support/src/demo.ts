@@ -17,9 +17,19 @@
 import { randomUUID } from "node:crypto";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
-import { approveAutomatically, askOnTerminal, askYesNo, rejectAutomatically, type ApprovalDecider } from "./approval-deciders.js";
+import {
+  approveAutomatically,
+  askOnTerminal,
+  askYesNo,
+  rejectAutomatically,
+  type ApprovalDecider,
+} from "./approval-deciders.js";
 import { DemoSessions, type DemoSessionRecord } from "./demo-sessions.js";
-import { orderSupportFrameworks, parseOrderSupportFramework, type OrderSupportFramework } from "./order-support-framework.js";
+import {
+  orderSupportFrameworks,
+  parseOrderSupportFramework,
+  type OrderSupportFramework,
+} from "./order-support-framework.js";
 import { startOrderSupportRuntime } from "./order-support-runtime.js";
 import { orderSupportAgentName } from "./order-support-session.js";
 import { orderSupportSetupFromEnv } from "./order-support-setup.js";
@@ -33,7 +43,12 @@ import {
   type StoreChoice,
 } from "./order-support-store.js";
 import { ProgressRenderer } from "./progress-renderer.js";
-import { describeProgress, readDemoSessionProgress, runTerminalDemo, type DemoSessionProgress } from "./run-terminal-demo.js";
+import {
+  describeProgress,
+  readDemoSessionProgress,
+  runTerminalDemo,
+  type DemoSessionProgress,
+} from "./run-terminal-demo.js";
 import type { OrderSupportClient } from "./session-client-port.js";
 
 const defaultConversation = ["look up order 1001", "cancel order 1002"];
@@ -86,7 +101,8 @@ async function main(): Promise<number> {
     console.error(`--yes, --reject and --ask exclude each other\n${usage}`);
     return 2;
   }
-  const interactive = values.ask === true || (process.stdin.isTTY === true && !values.yes && values.reject === undefined);
+  const interactive =
+    values.ask === true || (process.stdin.isTTY === true && !values.yes && values.reject === undefined);
   // Nobody waits for a person's answer to time out; unattended runs stop after 120 s by default.
   const timeoutSeconds = values.timeout !== undefined ? Number(values.timeout) : interactive ? null : 120;
   if (timeoutSeconds !== null && !(timeoutSeconds > 0)) {
@@ -104,7 +120,8 @@ async function main(): Promise<number> {
   }
 
   let decide: ApprovalDecider;
-  if (values.reject !== undefined) decide = rejectAutomatically(values.reject.trim() === "" ? null : values.reject, "rejected (--reject)");
+  if (values.reject !== undefined)
+    decide = rejectAutomatically(values.reject.trim() === "" ? null : values.reject, "rejected (--reject)");
   else if (values.yes) decide = approveAutomatically("approved (--yes)");
   else if (interactive) decide = askOnTerminal(process.stdin, process.stdout);
   else decide = approveAutomatically("approved automatically (stdin is not a TTY)");
@@ -112,12 +129,17 @@ async function main(): Promise<number> {
   const setup = orderSupportSetupFromEnv(framework, process.env);
   const opened = await openOrderSupportStore(storeChoice);
   const live = process.stdout.isTTY === true;
-  const renderer = new ProgressRenderer({ write: (text) => process.stdout.write(text) }, {
-    live,
-    color: live && !process.env.NO_COLOR,
-    ...(process.stdout.columns ? { columns: process.stdout.columns } : {}),
-  });
-  renderer.line(`order support demo (framework: ${setup.framework}; model: ${setup.modelDescription}; store: ${opened.description})`);
+  const renderer = new ProgressRenderer(
+    { write: (text) => process.stdout.write(text) },
+    {
+      live,
+      color: live && !process.env.NO_COLOR,
+      ...(process.stdout.columns ? { columns: process.stdout.columns } : {}),
+    },
+  );
+  renderer.line(
+    `order support demo (framework: ${setup.framework}; model: ${setup.modelDescription}; store: ${opened.description})`,
+  );
 
   // Ctrl-C (or SIGTERM) stops the demo where it is; the session stays in the store. A second one
   // does not wait for the worker's step in flight.
@@ -133,8 +155,14 @@ async function main(): Promise<number> {
 
   // A shorter lease than the worker's default (15 s): a demo killed during a step is taken over by
   // the next run within 5 s. The worker renews it every third of that while a step runs.
-  const runtime = startOrderSupportRuntime({ session: setup.createSession, store: opened.store, desk: opened.desk, leaseTtlMs: 5_000 });
-  const record = storeChoice.kind === "sqlite" ? new DemoSessions(storeSideFile(storeChoice.path, "demo-sessions.json")) : null;
+  const runtime = startOrderSupportRuntime({
+    session: setup.createSession,
+    store: opened.store,
+    desk: opened.desk,
+    leaseTtlMs: 5_000,
+  });
+  const record =
+    storeChoice.kind === "sqlite" ? new DemoSessions(storeSideFile(storeChoice.path, "demo-sessions.json")) : null;
   let sessionId: string | null = null;
   try {
     // A session an earlier run of this framework left unfinished, newest first.
@@ -158,7 +186,10 @@ async function main(): Promise<number> {
         } else {
           resume = waiting;
         }
-        if (resume) renderer.line(`Resuming session ${waiting.record.sessionId}${interactive ? "" : ` (started ${started})`}: ${state}`);
+        if (resume)
+          renderer.line(
+            `Resuming session ${waiting.record.sessionId}${interactive ? "" : ` (started ${started})`}: ${state}`,
+          );
       }
     }
 
@@ -203,8 +234,12 @@ async function main(): Promise<number> {
       renderer.line("");
       const how = reason.signal === "SIGINT" ? "Ctrl-C" : reason.signal;
       if (sessionId === null) renderer.line(`stopped (${how})`);
-      else if (storeChoice.kind === "memory") renderer.line(`stopped (${how}); session ${sessionId} was in memory and is gone`);
-      else renderer.line(`stopped (${how}); session ${sessionId} is kept in ${opened.description}: run the demo again to continue it`);
+      else if (storeChoice.kind === "memory")
+        renderer.line(`stopped (${how}); session ${sessionId} was in memory and is gone`);
+      else
+        renderer.line(
+          `stopped (${how}); session ${sessionId} is kept in ${opened.description}: run the demo again to continue it`,
+        );
       return 0;
     }
     if (timeout?.aborted) throw new Error(`gave up after ${timeoutSeconds} s (--timeout)`);

@@ -65,6 +65,7 @@ export function httpErrorOf(error: unknown): { status: HttpErrorStatus; body: Ht
 export function describeServerError(error: unknown): string {
   const code = DurableAgentsError.isInstance(error) ? ` [${error.code}]` : "";
   const text = error instanceof Error ? (error.stack ?? `${error.name}: ${error.message}`) : String(error);
-  const cause = error instanceof Error && error.cause !== undefined ? `\ncaused by: ${describeServerError(error.cause)}` : "";
+  const cause =
+    error instanceof Error && error.cause !== undefined ? `\ncaused by: ${describeServerError(error.cause)}` : "";
   return `order-support server${code}: ${text}${cause}`;
 }

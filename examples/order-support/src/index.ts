@@ -25,20 +25,42 @@ export {
 export { DemoSessions, DemoSessionsFileError, type DemoSessionRecord } from "./demo-sessions.js";
 export { createOrderSupportAgent } from "./order-support-agent.js";
 export { orderSupportInstructions } from "./order-support-instructions.js";
-export { chunkText, decideDemoTurn, parseOrderId, type DemoConversation, type DemoDecision, type DemoToolResult } from "./demo-decision.js";
+export {
+  chunkText,
+  decideDemoTurn,
+  parseOrderId,
+  type DemoConversation,
+  type DemoDecision,
+  type DemoToolResult,
+} from "./demo-decision.js";
 export { OrderSupportDemoModel, decideDemoResponse, type OrderSupportDemoModelOptions } from "./demo-model.js";
 export { OrderSupportAiSdkDemoModel, type OrderSupportAiSdkDemoModelOptions } from "./ai-sdk-demo-model.js";
 export { createOrderSupportAiSdkTools, type OrderSupportAiSdkTools } from "./ai-sdk-order-support-tools.js";
 export { createAiSdkOrderSupportSession } from "./ai-sdk-order-support-session.js";
 export { aiSdkOrderSupportModelFromEnv, type AiSdkOrderSupportModelChoice } from "./ai-sdk-order-support-model.js";
-export { orderSupportFrameworks, parseOrderSupportFramework, type OrderSupportFramework } from "./order-support-framework.js";
+export {
+  orderSupportFrameworks,
+  parseOrderSupportFramework,
+  type OrderSupportFramework,
+} from "./order-support-framework.js";
 export { orderSupportSetupFromEnv, type OrderSupportDemoSpeed, type OrderSupportSetup } from "./order-support-setup.js";
 export { orderSupportModelFromEnv, type OrderSupportModelChoice } from "./order-support-model.js";
 export { createOrderSupportSession, orderSupportAgentName, orderSupportPolicies } from "./order-support-session.js";
-export { startOrderSupportRuntime, type OrderSupportRuntime, type OrderSupportRuntimeOptions } from "./order-support-runtime.js";
+export {
+  startOrderSupportRuntime,
+  type OrderSupportRuntime,
+  type OrderSupportRuntimeOptions,
+} from "./order-support-runtime.js";
 export { createOrderSupportServer, type OrderSupportServerOptions } from "./create-order-support-server.js";
 export { SessionTokens, type TokenCheck } from "./session-tokens.js";
-export { describeServerError, HttpError, httpErrorOf, statusOfCode, type HttpErrorBody, type HttpErrorStatus } from "./http-errors.js";
+export {
+  describeServerError,
+  HttpError,
+  httpErrorOf,
+  statusOfCode,
+  type HttpErrorBody,
+  type HttpErrorStatus,
+} from "./http-errors.js";
 export { listen, type Listening } from "./listen.js";
 export type { OrderSupportClient } from "./session-client-port.js";
 export { ProgressRenderer, type ProgressOutput, type ProgressRendererOptions } from "./progress-renderer.js";

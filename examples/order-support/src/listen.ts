@@ -13,7 +13,10 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-export function listen(app: { fetch: (request: Request) => Response | Promise<Response> }, options: { port: number; hostname?: string }): Promise<Listening> {
+export function listen(
+  app: { fetch: (request: Request) => Response | Promise<Response> },
+  options: { port: number; hostname?: string },
+): Promise<Listening> {
   const hostname = options.hostname ?? "127.0.0.1";
   return new Promise((resolve, reject) => {
     const server = serve({ fetch: app.fetch, port: options.port, hostname }, (info: AddressInfo) => {

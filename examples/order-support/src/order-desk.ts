@@ -129,7 +129,9 @@ export class OrderDesk {
       // Waits up to 5 s for another process's write (each holds the lock for one short transaction).
       this.#db = new DatabaseSync(path, { timeout: 5_000 });
     } catch (error) {
-      throw new OrderDeskOpenError(path, `the order desk "${path}" cannot be opened: ${messageOf(error)}`, { cause: error });
+      throw new OrderDeskOpenError(path, `the order desk "${path}" cannot be opened: ${messageOf(error)}`, {
+        cause: error,
+      });
     }
     try {
       setUp(this.#db, path, orders);
@@ -163,14 +165,22 @@ export class OrderDesk {
 
   /** Every call of `cancelOrder`, applied or refused, in order. */
   cancelCalls(): readonly CancelCall[] {
-    const rows = this.#db.prepare("SELECT order_id, reason, outcome, detail, at FROM cancel_calls ORDER BY id").all() as {
+    const rows = this.#db
+      .prepare("SELECT order_id, reason, outcome, detail, at FROM cancel_calls ORDER BY id")
+      .all() as {
       order_id: string;
       reason: string;
       outcome: "cancelled" | "refused";
       detail: string | null;
       at: string;
     }[];
-    return rows.map((row) => ({ orderId: row.order_id, reason: row.reason, outcome: row.outcome, detail: row.detail, at: row.at }));
+    return rows.map((row) => ({
+      orderId: row.order_id,
+      reason: row.reason,
+      outcome: row.outcome,
+      detail: row.detail,
+      at: row.at,
+    }));
   }
 
   /** A one-line description of the order for the model: items and status. */
@@ -178,7 +188,8 @@ export class OrderDesk {
     const order = this.order(orderId);
     if (!order) throw new ToolExecutionError(`there is no order with ID "${orderId}"`);
     const items = order.items.map((item) => `${item.quantity} x ${item.name} (${item.sku})`).join(", ");
-    const status = order.status === "cancelled" ? `cancelled (${order.cancellationReason ?? "no reason given"})` : order.status;
+    const status =
+      order.status === "cancelled" ? `cancelled (${order.cancellationReason ?? "no reason given"})` : order.status;
     return `Order ${order.orderId} for ${order.customer}: ${items}. Status: ${status}.`;
   }
 
@@ -200,7 +211,9 @@ export class OrderDesk {
         .prepare("INSERT INTO cancel_calls (order_id, reason, outcome, detail, at) VALUES (?, ?, ?, ?, ?)")
         .run(id, why, refused === null ? "cancelled" : "refused", refused, new Date().toISOString());
       if (refused === null) {
-        this.#db.prepare("UPDATE orders SET status = 'cancelled', cancellation_reason = ? WHERE order_id = ?").run(why, id);
+        this.#db
+          .prepare("UPDATE orders SET status = 'cancelled', cancellation_reason = ? WHERE order_id = ?")
+          .run(why, id);
       }
       return refused;
     });
@@ -236,15 +249,25 @@ function setUp(db: DatabaseSync, path: string, orders: readonly Order[]): void {
     version = Number((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version);
     objects = Number((db.prepare("SELECT count(*) AS n FROM sqlite_schema").get() as { n: number }).n);
   } catch (error) {
-    throw new OrderDeskOpenError(path, `"${path}" is not an order desk (not a SQLite database: ${messageOf(error)}); it was left untouched`, {
-      cause: error,
-    });
+    throw new OrderDeskOpenError(
+      path,
+      `"${path}" is not an order desk (not a SQLite database: ${messageOf(error)}); it was left untouched`,
+      {
+        cause: error,
+      },
+    );
   }
   if (applicationId !== DESK_APPLICATION_ID && (applicationId !== 0 || objects > 0)) {
-    throw new OrderDeskOpenError(path, `"${path}" is a SQLite database of another program, not an order desk; it was left untouched`);
+    throw new OrderDeskOpenError(
+      path,
+      `"${path}" is a SQLite database of another program, not an order desk; it was left untouched`,
+    );
   }
   if (version > DESK_VERSION) {
-    throw new OrderDeskOpenError(path, `"${path}" is an order desk of a newer version (${version}); it was left untouched`);
+    throw new OrderDeskOpenError(
+      path,
+      `"${path}" is an order desk of a newer version (${version}); it was left untouched`,
+    );
   }
   if (path !== ":memory:") {
     db.exec("PRAGMA journal_mode = WAL");
@@ -257,7 +280,9 @@ function setUp(db: DatabaseSync, path: string, orders: readonly Order[]): void {
     const current = Number((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version);
     if (current < DESK_VERSION) {
       db.exec(schema);
-      const insert = db.prepare("INSERT INTO orders (order_id, customer, items, status, cancellation_reason) VALUES (?, ?, ?, ?, ?)");
+      const insert = db.prepare(
+        "INSERT INTO orders (order_id, customer, items, status, cancellation_reason) VALUES (?, ?, ?, ?, ?)",
+      );
       for (const order of orders) {
         insert.run(order.orderId, order.customer, JSON.stringify(order.items), order.status, order.cancellationReason);
       }

@@ -14,7 +14,9 @@ export function parseOrderSupportFramework(value: string | undefined, source = "
   if (name === "") return "openai-agents";
   const known = orderSupportFrameworks.find((framework) => framework === name);
   if (known === undefined) {
-    throw new ConfigurationError(`${source} must be one of ${orderSupportFrameworks.join(", ")}, not "${name}"`, [source]);
+    throw new ConfigurationError(`${source} must be one of ${orderSupportFrameworks.join(", ")}, not "${name}"`, [
+      source,
+    ]);
   }
   return known;
 }

@@ -22,10 +22,16 @@ export function orderSupportModelFromEnv(
   const name = env.ORDER_SUPPORT_MODEL?.trim() ?? "";
   const key = env.OPENAI_API_KEY?.trim() ?? "";
   if (name === "" || name === "demo") {
-    return { model: new OrderSupportDemoModel(demoOptions), description: "demo model (local, no API key needed)", isDemo: true };
+    return {
+      model: new OrderSupportDemoModel(demoOptions),
+      description: "demo model (local, no API key needed)",
+      isDemo: true,
+    };
   }
   if (key === "") {
-    throw new ConfigurationError(`ORDER_SUPPORT_MODEL is "${name}" but OPENAI_API_KEY is not set; set both, or neither for the demo model`);
+    throw new ConfigurationError(
+      `ORDER_SUPPORT_MODEL is "${name}" but OPENAI_API_KEY is not set; set both, or neither for the demo model`,
+    );
   }
   return { model: name, description: `OpenAI model "${name}"`, isDemo: false };
 }

@@ -4,7 +4,13 @@
  * client. Every process that starts sessions builds the same definition.
  */
 import type { Model } from "@openai/agents";
-import { ConfigurationError, SessionClient, Worker, type SessionDefinition, type SessionStore } from "@durable-agents/core";
+import {
+  ConfigurationError,
+  SessionClient,
+  Worker,
+  type SessionDefinition,
+  type SessionStore,
+} from "@durable-agents/core";
 import { MemoryStore } from "@durable-agents/store-memory";
 import { OrderDesk } from "./order-desk.js";
 import { createOrderSupportSession, orderSupportAgentName } from "./order-support-session.js";
@@ -41,9 +47,12 @@ export function startOrderSupportRuntime(options: OrderSupportRuntimeOptions): O
   const ownStore = options.store === undefined;
   const store = options.store ?? new MemoryStore();
   const desk = options.desk ?? new OrderDesk();
-  const definition = options.session !== undefined ? options.session(desk) : createOrderSupportSession(desk, options.model);
+  const definition =
+    options.session !== undefined ? options.session(desk) : createOrderSupportSession(desk, options.model);
   if (definition.name !== orderSupportAgentName) {
-    throw new ConfigurationError(`the order support session must be named "${orderSupportAgentName}", not "${definition.name}"`);
+    throw new ConfigurationError(
+      `the order support session must be named "${orderSupportAgentName}", not "${definition.name}"`,
+    );
   }
   const client = new SessionClient({ store, agents: [orderSupportAgentName] });
   const worker = new Worker({

@@ -16,5 +16,8 @@ export const orderSupportPolicies: ToolPolicies = {
 };
 
 export function createOrderSupportSession(desk: OrderDesk, model: Model | string): SessionDefinition {
-  return openAIAgentsSession(createOrderSupportAgent(desk, model), { name: orderSupportAgentName, policies: orderSupportPolicies });
+  return openAIAgentsSession(createOrderSupportAgent(desk, model), {
+    name: orderSupportAgentName,
+    policies: orderSupportPolicies,
+  });
 }

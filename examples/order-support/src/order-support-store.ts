@@ -90,7 +90,8 @@ export function chooseOrderSupportStore(input: StoreChoiceInput): StoreChoice {
   const kinds: readonly string[] = program === "server" ? orderSupportStoreKinds : ["sqlite", "memory"];
   if (!kinds.includes(kind)) throw new StoreChoiceError(`${source} must be one of ${kinds.join(", ")}, not "${kind}"`);
   if (kind === "postgres") {
-    if (databaseUrl === "") throw new StoreChoiceError(`${source}=postgres needs DATABASE_URL, the PostgreSQL connection string`);
+    if (databaseUrl === "")
+      throw new StoreChoiceError(`${source}=postgres needs DATABASE_URL, the PostgreSQL connection string`);
     return { kind, databaseUrl };
   }
   if (kind === "memory") return { kind };
@@ -102,7 +103,9 @@ export function chooseOrderSupportStore(input: StoreChoiceInput): StoreChoice {
 /** A file next to the session file: `<dir>/<name without .db>.<suffix>`. */
 export function storeSideFile(storePath: string, suffix: string): string {
   const ext = extname(storePath);
-  const name = [".db", ".sqlite", ".sqlite3"].includes(ext.toLowerCase()) ? basename(storePath, ext) : basename(storePath);
+  const name = [".db", ".sqlite", ".sqlite3"].includes(ext.toLowerCase())
+    ? basename(storePath, ext)
+    : basename(storePath);
   return join(dirname(storePath), `${name}.${suffix}`);
 }
 

@@ -67,7 +67,13 @@ export class ProgressRenderer {
         this.line(`${this.#paint("1", "›")} ${event.data.text}`);
         break;
       case "step_started":
-        this.#stepStarted(event.data.turnId, event.data.step, event.data.toolCallId, event.data.attempt, Date.parse(event.at));
+        this.#stepStarted(
+          event.data.turnId,
+          event.data.step,
+          event.data.toolCallId,
+          event.data.attempt,
+          Date.parse(event.at),
+        );
         break;
       case "step_completed":
         this.#stepCompleted(event, Date.parse(event.at));
@@ -76,7 +82,8 @@ export class ProgressRenderer {
         this.#text(event.data.text);
         break;
       case "tool_calls_requested": {
-        for (const call of event.data.calls) this.#calls.set(call.toolCallId, `${call.name} ${shorten(call.arguments, 60)}`);
+        for (const call of event.data.calls)
+          this.#calls.set(call.toolCallId, `${call.name} ${shorten(call.arguments, 60)}`);
         const asked = event.data.calls.map((call) => this.#calls.get(call.toolCallId)).join(", ");
         if (this.#tail?.step === "RunModel" && this.#tail.turnId === event.data.turnId) this.#out.write(`  → ${asked}`);
         else this.line(`    ${this.#paint("2", "↳")} asks for ${asked}`);
@@ -87,7 +94,9 @@ export class ProgressRenderer {
         if (this.#tail !== null && this.#tail.toolCallId === event.data.toolCallId) {
           this.#out.write(` ${this.#paint("2", `→ ${text}`)}`);
         } else {
-          this.line(`    ${this.#paint(event.data.status === "succeeded" ? "32" : "33", "↳")} ${event.data.name} ${event.data.status}: ${text}`);
+          this.line(
+            `    ${this.#paint(event.data.status === "succeeded" ? "32" : "33", "↳")} ${event.data.name} ${event.data.status}: ${text}`,
+          );
         }
         break;
       }
@@ -162,7 +171,8 @@ export class ProgressRenderer {
     const mark = status === "completed" ? this.#paint("32", "✓") : this.#paint("31", "✗");
     let text = `  ${mark} ${running?.label ?? step}`;
     if (detail) text += `  ${status === "failed" ? detail : this.#paint("2", shorten(detail, maxShown))}`;
-    if (running && Number.isFinite(at - running.startedAt)) text += `  ${this.#paint("2", `(${Math.max(0, at - running.startedAt)} ms)`)}`;
+    if (running && Number.isFinite(at - running.startedAt))
+      text += `  ${this.#paint("2", `(${Math.max(0, at - running.startedAt)} ms)`)}`;
     if (this.#pending === key && !this.#inText && this.#tail === null) {
       this.#pending = null;
       this.#out.write(this.#live ? `\r\x1b[2K${text}` : text);

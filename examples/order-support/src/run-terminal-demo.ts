@@ -14,7 +14,9 @@ import type { ApprovalDecider } from "./approval-deciders.js";
 import type { ProgressRenderer } from "./progress-renderer.js";
 import type { OrderSupportClient } from "./session-client-port.js";
 
-export type TurnResult = { readonly status: "completed"; readonly answer: string } | { readonly status: "failed"; readonly error: string };
+export type TurnResult =
+  | { readonly status: "completed"; readonly answer: string }
+  | { readonly status: "failed"; readonly error: string };
 
 export interface TerminalDemoOptions {
   readonly client: OrderSupportClient;
@@ -51,7 +53,10 @@ export interface DemoSessionProgress {
   readonly started: readonly string[];
 }
 
-export async function readDemoSessionProgress(client: OrderSupportClient, sessionId: string): Promise<DemoSessionProgress> {
+export async function readDemoSessionProgress(
+  client: OrderSupportClient,
+  sessionId: string,
+): Promise<DemoSessionProgress> {
   const snapshot = await client.snapshot(sessionId);
   const events: SessionEvent[] = [];
   while ((events.at(-1)?.seq ?? 0) < snapshot.lastEventSeq) {
@@ -95,9 +100,15 @@ export async function runTerminalDemo(options: TerminalDemoOptions): Promise<Ter
   const settle = async (interrupt: Interrupt) => {
     renderer.settle();
     const decision = await options.decide(interrupt, options.signal);
-    renderer.line(`    ? ${interrupt.toolName} needs approval: ${decision.how}${decision.message ? ` ("${decision.message}")` : ""}`);
+    renderer.line(
+      `    ? ${interrupt.toolName} needs approval: ${decision.how}${decision.message ? ` ("${decision.message}")` : ""}`,
+    );
     try {
-      await client.resolveInterrupt(sessionId, { interruptId: interrupt.interruptId, approved: decision.approved, message: decision.message });
+      await client.resolveInterrupt(sessionId, {
+        interruptId: interrupt.interruptId,
+        approved: decision.approved,
+        message: decision.message,
+      });
     } catch (error) {
       // Someone else (another client of the same store) may have decided first.
       if (!DurableAgentsError.isInstance(error) || error.code !== "duplicate_resolution") throw error;

@@ -22,7 +22,8 @@ import { SessionTokens } from "./session-tokens.js";
 
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 8080);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new RangeError(`PORT must be a port number, not "${process.env.PORT}"`);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new RangeError(`PORT must be a port number, not "${process.env.PORT}"`);
   const framework = parseOrderSupportFramework(process.env.ORDER_SUPPORT_FRAMEWORK, "ORDER_SUPPORT_FRAMEWORK");
   const setup = orderSupportSetupFromEnv(framework, process.env);
   const key = process.env.ORDER_SUPPORT_SESSION_KEY;
@@ -38,8 +39,13 @@ async function main(): Promise<void> {
     await opened.close();
     throw error;
   }
-  console.log(`order support on ${listening.url} (framework: ${setup.framework}; model: ${setup.modelDescription}; store: ${opened.description})`);
-  if (key === undefined || key === "") console.log("session tokens are signed with a random key: they stop working when the server restarts (set ORDER_SUPPORT_SESSION_KEY to keep them)");
+  console.log(
+    `order support on ${listening.url} (framework: ${setup.framework}; model: ${setup.modelDescription}; store: ${opened.description})`,
+  );
+  if (key === undefined || key === "")
+    console.log(
+      "session tokens are signed with a random key: they stop working when the server restarts (set ORDER_SUPPORT_SESSION_KEY to keep them)",
+    );
 
   let closing = false;
   const shutdown = async (signal: string) => {

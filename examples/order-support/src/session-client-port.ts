@@ -5,8 +5,17 @@
 import type { SessionEvent, SessionSnapshot } from "@durable-agents/core";
 
 export interface OrderSupportClient {
-  startSession(input: { agent: string; sessionId?: string; message?: string; messageId?: string }): Promise<{ sessionId: string }>;
-  sendMessage(sessionId: string, text: string, options?: { messageId?: string }): Promise<{ seq: number; duplicate: boolean }>;
+  startSession(input: {
+    agent: string;
+    sessionId?: string;
+    message?: string;
+    messageId?: string;
+  }): Promise<{ sessionId: string }>;
+  sendMessage(
+    sessionId: string,
+    text: string,
+    options?: { messageId?: string },
+  ): Promise<{ seq: number; duplicate: boolean }>;
   resolveInterrupt(
     sessionId: string,
     input: { interruptId: string; approved: boolean; message?: string | null },

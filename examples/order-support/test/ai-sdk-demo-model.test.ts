@@ -6,7 +6,8 @@ import { createOrderSupportAiSdkTools } from "../src/ai-sdk-order-support-tools.
 import { OrderDesk } from "../src/order-desk.js";
 
 type CallOptions = Parameters<OrderSupportAiSdkDemoModel["doStream"]>[0];
-type StreamPart = Awaited<ReturnType<OrderSupportAiSdkDemoModel["doStream"]>>["stream"] extends ReadableStream<infer P> ? P : never;
+type StreamPart =
+  Awaited<ReturnType<OrderSupportAiSdkDemoModel["doStream"]>>["stream"] extends ReadableStream<infer P> ? P : never;
 
 const offered: CallOptions["tools"] = [
   { type: "function", name: "look_up_order", inputSchema: { type: "object" } },
@@ -32,7 +33,12 @@ describe("OrderSupportAiSdkDemoModel", () => {
     const lookUp = await model.doGenerate(call([{ role: "system", content: "be brief" }, user("look up order 1001")]));
     expect(lookUp.finishReason.unified).toBe("tool-calls");
     expect(lookUp.content).toEqual([
-      { type: "tool-call", toolCallId: expect.stringMatching(/^call_demo_[0-9a-f]{16}$/), toolName: "look_up_order", input: '{"order_id":"1001"}' },
+      {
+        type: "tool-call",
+        toolCallId: expect.stringMatching(/^call_demo_[0-9a-f]{16}$/),
+        toolName: "look_up_order",
+        input: '{"order_id":"1001"}',
+      },
     ]);
 
     const cancel = call([user("look up order 1001"), user("please cancel order #1002 because it is too big")]);
@@ -57,10 +63,22 @@ describe("OrderSupportAiSdkDemoModel", () => {
     const model = new OrderSupportAiSdkDemoModel({ chunkSize: 10, chunkDelayMs: 1 });
     const prompt: CallOptions["prompt"] = [
       user("cancel order 1001"),
-      { role: "assistant", content: [{ type: "tool-call", toolCallId: "c1", toolName: "cancel_order", input: { order_id: "1001", reason: "x" } }] },
+      {
+        role: "assistant",
+        content: [
+          { type: "tool-call", toolCallId: "c1", toolName: "cancel_order", input: { order_id: "1001", reason: "x" } },
+        ],
+      },
       {
         role: "tool",
-        content: [{ type: "tool-result", toolCallId: "c1", toolName: "cancel_order", output: { type: "error-text", value: "order 1001 has already shipped" } }],
+        content: [
+          {
+            type: "tool-result",
+            toolCallId: "c1",
+            toolName: "cancel_order",
+            output: { type: "error-text", value: "order 1001 has already shipped" },
+          },
+        ],
       },
     ];
     const parts = await streamParts(model, call(prompt));
@@ -78,8 +96,23 @@ describe("OrderSupportAiSdkDemoModel", () => {
     const denied = await model.doGenerate(
       call([
         user("cancel order 1002"),
-        { role: "assistant", content: [{ type: "tool-call", toolCallId: "c2", toolName: "cancel_order", input: { order_id: "1002", reason: "x" } }] },
-        { role: "tool", content: [{ type: "tool-result", toolCallId: "c2", toolName: "cancel_order", output: { type: "execution-denied", reason: "Keep it." } }] },
+        {
+          role: "assistant",
+          content: [
+            { type: "tool-call", toolCallId: "c2", toolName: "cancel_order", input: { order_id: "1002", reason: "x" } },
+          ],
+        },
+        {
+          role: "tool",
+          content: [
+            {
+              type: "tool-result",
+              toolCallId: "c2",
+              toolName: "cancel_order",
+              output: { type: "execution-denied", reason: "Keep it." },
+            },
+          ],
+        },
       ]),
     );
     expect(denied.content).toEqual([{ type: "text", text: "I asked to cancel order 1002: Keep it." }]);
@@ -120,8 +153,12 @@ describe("the order desk's AI SDK tools", () => {
     const desk = new OrderDesk();
     const tools = createOrderSupportAiSdkTools(desk);
     const context = { toolCallId: "t1", messages: [], context: {} };
-    await expect(tools.cancel_order.execute!({ order_id: "1001", reason: "too late" }, context)).rejects.toThrow(ToolExecutionError);
-    await expect(tools.look_up_order.execute!({ order_id: "9999" }, context)).rejects.toThrow(/no order with ID "9999"/);
+    await expect(tools.cancel_order.execute!({ order_id: "1001", reason: "too late" }, context)).rejects.toThrow(
+      ToolExecutionError,
+    );
+    await expect(tools.look_up_order.execute!({ order_id: "9999" }, context)).rejects.toThrow(
+      /no order with ID "9999"/,
+    );
     expect(desk.cancellations()).toEqual([]);
     expect(desk.order("1001")?.status).toBe("shipped");
     expect(tools.cancel_order.inputSchema).toBeDefined();

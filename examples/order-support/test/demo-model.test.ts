@@ -24,18 +24,37 @@ describe("the demo model's decisions", () => {
       decideDemoResponse(
         request([
           { role: "user", content: "look up order 1001" },
-          { role: "user", content: [{ type: "input_text", text: "Please cancel order #1002 because I ordered it twice." }] },
+          {
+            role: "user",
+            content: [{ type: "input_text", text: "Please cancel order #1002 because I ordered it twice." }],
+          },
         ]),
       ),
-    ).toEqual({ kind: "tool_call", name: "cancel_order", arguments: { order_id: "1002", reason: "I ordered it twice" } });
+    ).toEqual({
+      kind: "tool_call",
+      name: "cancel_order",
+      arguments: { order_id: "1002", reason: "I ordered it twice" },
+    });
   });
 
   it("answers from the tool results that follow the latest user message", () => {
     const decision = decideDemoResponse(
       request([
         { role: "user", content: "cancel order 1001" },
-        { type: "function_call", callId: "c1", name: "cancel_order", arguments: '{"order_id":"1001"}', status: "completed" },
-        { type: "function_call_result", callId: "c1", name: "cancel_order", status: "completed", output: "order 1001 has already shipped" },
+        {
+          type: "function_call",
+          callId: "c1",
+          name: "cancel_order",
+          arguments: '{"order_id":"1001"}',
+          status: "completed",
+        },
+        {
+          type: "function_call_result",
+          callId: "c1",
+          name: "cancel_order",
+          status: "completed",
+          output: "order 1001 has already shipped",
+        },
       ]),
     );
     expect(decision).toEqual({
@@ -45,8 +64,14 @@ describe("the demo model's decisions", () => {
   });
 
   it("asks for an order number, and explains itself for anything else", () => {
-    expect(decideDemoResponse(request("where is my order?"))).toMatchObject({ kind: "text", text: expect.stringContaining("order number") });
-    expect(decideDemoResponse(request("hello"))).toMatchObject({ kind: "text", text: expect.stringContaining("look up order 1001") });
+    expect(decideDemoResponse(request("where is my order?"))).toMatchObject({
+      kind: "text",
+      text: expect.stringContaining("order number"),
+    });
+    expect(decideDemoResponse(request("hello"))).toMatchObject({
+      kind: "text",
+      text: expect.stringContaining("look up order 1001"),
+    });
     // A tool the request does not offer is never asked for.
     expect(decideDemoResponse({ input: "cancel order 1002", tools: [] })).toMatchObject({ kind: "text" });
   });
@@ -68,7 +93,12 @@ describe("OrderSupportDemoModel", () => {
     const second = await model.getResponse(request("cancel order 1002"));
     expect(second).toEqual(first);
     expect(first.output[0]).toMatchObject({ type: "function_call", name: "cancel_order" });
-    const other = await model.getResponse(request([{ role: "user", content: "look up order 1001" }, { role: "user", content: "cancel order 1002" }]));
+    const other = await model.getResponse(
+      request([
+        { role: "user", content: "look up order 1001" },
+        { role: "user", content: "cancel order 1002" },
+      ]),
+    );
     expect(other.output[0]).not.toEqual(first.output[0]);
   });
 

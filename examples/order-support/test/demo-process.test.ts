@@ -47,12 +47,13 @@ function runDemo(args: string[]): Promise<Run> {
 
 /** The lines with a step mark, as "<mark> <step>" (tool name kept for tool steps). */
 function stepLines(stdout: string): string[] {
-  return stdout
-    .split("\n")
-    .flatMap((line) => {
-      const match = /^ {2}([✓✗]) (RunModel|CallTool|CallSingleAttemptTool|AwaitToolApproval|ResumeTurn)( (look_up_order|cancel_order))?/.exec(line);
-      return match ? [`${match[1]} ${match[2]}${match[4] ? ` ${match[4]}` : ""}`] : [];
-    });
+  return stdout.split("\n").flatMap((line) => {
+    const match =
+      /^ {2}([✓✗]) (RunModel|CallTool|CallSingleAttemptTool|AwaitToolApproval|ResumeTurn)( (look_up_order|cancel_order))?/.exec(
+        line,
+      );
+    return match ? [`${match[1]} ${match[2]}${match[4] ? ` ${match[4]}` : ""}`] : [];
+  });
 }
 
 describe("the terminal demo as a child process", () => {
@@ -60,41 +61,57 @@ describe("the terminal demo as a child process", () => {
   it.each([
     { framework: "openai-agents", args: [] },
     { framework: "ai-sdk", args: ["--framework", "ai-sdk"] },
-  ])("runs the default conversation on $framework, approves automatically without a TTY, and prints each step and the answers", async ({ framework, args }) => {
-    const run = await runDemo(args);
-    expect(run.stderr).toBe("");
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`order support demo (framework: ${framework}; model: demo model (local, no API key needed); store: sqlite ${run.db})`);
-    expect(run.stdout).toContain("› look up order 1001");
-    expect(run.stdout).toContain("› cancel order 1002");
-    expect(stepLines(run.stdout)).toEqual([
-      "✓ RunModel",
-      "✓ CallTool look_up_order",
-      "✓ ResumeTurn",
-      "✓ RunModel",
-      "✓ RunModel",
-      "✓ AwaitToolApproval cancel_order",
-      "✓ CallSingleAttemptTool cancel_order",
-      "✓ ResumeTurn",
-      "✓ RunModel",
-    ]);
-    expect(run.stdout).toContain("cancel_order needs approval: approved automatically (stdin is not a TTY)");
-    expect(run.stdout).toContain(
-      "◆ answer: I looked up order 1001: Order 1001 for Ada: 1 x mechanical keyboard (KB-87), 2 x USB-C cable (CB-02). Status: shipped.",
-    );
-    expect(run.stdout).toContain("◆ answer: I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).");
-    // The streamed text appears under its RunModel step before the answer line.
-    expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeGreaterThan(-1);
-    expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeLessThan(run.stdout.indexOf("◆ answer: I asked to cancel"));
-    expect(run.stdout).toMatch(/done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002; cancel calls on the desk: 1/);
-  });
+  ])(
+    "runs the default conversation on $framework, approves automatically without a TTY, and prints each step and the answers",
+    async ({ framework, args }) => {
+      const run = await runDemo(args);
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(
+        `order support demo (framework: ${framework}; model: demo model (local, no API key needed); store: sqlite ${run.db})`,
+      );
+      expect(run.stdout).toContain("› look up order 1001");
+      expect(run.stdout).toContain("› cancel order 1002");
+      expect(stepLines(run.stdout)).toEqual([
+        "✓ RunModel",
+        "✓ CallTool look_up_order",
+        "✓ ResumeTurn",
+        "✓ RunModel",
+        "✓ RunModel",
+        "✓ AwaitToolApproval cancel_order",
+        "✓ CallSingleAttemptTool cancel_order",
+        "✓ ResumeTurn",
+        "✓ RunModel",
+      ]);
+      expect(run.stdout).toContain("cancel_order needs approval: approved automatically (stdin is not a TTY)");
+      expect(run.stdout).toContain(
+        "◆ answer: I looked up order 1001: Order 1001 for Ada: 1 x mechanical keyboard (KB-87), 2 x USB-C cable (CB-02). Status: shipped.",
+      );
+      expect(run.stdout).toContain(
+        "◆ answer: I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).",
+      );
+      // The streamed text appears under its RunModel step before the answer line.
+      expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeGreaterThan(-1);
+      expect(run.stdout.indexOf("    I asked to cancel order 1002")).toBeLessThan(
+        run.stdout.indexOf("◆ answer: I asked to cancel"),
+      );
+      expect(run.stdout).toMatch(
+        /done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002; cancel calls on the desk: 1/,
+      );
+    },
+  );
 
   it("rejects with --reject, and the model is told why", async () => {
     // On the memory store too: what the demo did before it kept sessions in a file.
     const run = await runDemo(["--store", "memory", "--reject", "I changed my mind", "cancel order 1002"]);
     expect(run.stdout).toContain("store: in memory)");
     expect(run.code).toBe(0);
-    expect(stepLines(run.stdout)).toEqual(["✓ RunModel", "✓ AwaitToolApproval cancel_order", "✓ ResumeTurn", "✓ RunModel"]);
+    expect(stepLines(run.stdout)).toEqual([
+      "✓ RunModel",
+      "✓ AwaitToolApproval cancel_order",
+      "✓ ResumeTurn",
+      "✓ RunModel",
+    ]);
     expect(run.stdout).toContain("◆ answer: I asked to cancel order 1002: I changed my mind");
     expect(run.stdout).toContain("orders cancelled: none; cancel calls on the desk: 0");
   });

@@ -27,7 +27,10 @@ function newDb(): string {
 /** The lines with a step mark, as "<mark> <step>" (tool name kept for tool steps). */
 function stepLines(stdout: string): string[] {
   return stdout.split("\n").flatMap((line) => {
-    const match = /^ {2}([✓✗]) (RunModel|CallTool|CallSingleAttemptTool|AwaitToolApproval|ResumeTurn)( (look_up_order|cancel_order))?/.exec(line);
+    const match =
+      /^ {2}([✓✗]) (RunModel|CallTool|CallSingleAttemptTool|AwaitToolApproval|ResumeTurn)( (look_up_order|cancel_order))?/.exec(
+        line,
+      );
     return match ? [`${match[1]} ${match[2]}${match[4] ? ` ${match[4]}` : ""}`] : [];
   });
 }
@@ -56,76 +59,103 @@ describe("the terminal demo resumes a session it was killed in", () => {
   it.each([
     { framework: "openai-agents", stop: "SIGKILL" as const, secondRun: "answered on stdin (--ask)" },
     { framework: "ai-sdk", stop: "SIGINT" as const, secondRun: "approved automatically (no TTY)" },
-  ])("on $framework, stopped by $stop at the approval question, continued by a second process, $secondRun", async ({ framework, stop, secondRun }) => {
-    const db = newDb();
-    const env = { ORDER_SUPPORT_DB: db };
-    const frameworkArgs = ["--framework", framework];
+  ])(
+    "on $framework, stopped by $stop at the approval question, continued by a second process, $secondRun",
+    async ({ framework, stop, secondRun }) => {
+      const db = newDb();
+      const env = { ORDER_SUPPORT_DB: db };
+      const frameworkArgs = ["--framework", framework];
 
-    // First process: asks for approval (stdin is a pipe; --ask makes it ask anyway), and is stopped there.
-    const first = startChild(demoScript, [...frameworkArgs, "--ask"], env);
-    await first.waitFor("? Approve cancel_order");
-    const sessionId = uuid.exec(first.stdout())![1]!;
-    const firstExit = await first.kill(stop);
-    if (stop === "SIGKILL") expect(firstExit.signal).toBe("SIGKILL");
-    else {
-      expect(firstExit.code).toBe(0);
-      expect(first.stdout()).toContain(`stopped (Ctrl-C); session ${sessionId} is kept in sqlite ${db}: run the demo again to continue it`);
-    }
-    // Nothing ran at the desk: the call waits for approval.
-    expect(deskCalls(db).calls).toEqual([]);
-    expect(deskCalls(db).order1002).toBe("processing");
+      // First process: asks for approval (stdin is a pipe; --ask makes it ask anyway), and is stopped there.
+      const first = startChild(demoScript, [...frameworkArgs, "--ask"], env);
+      await first.waitFor("? Approve cancel_order");
+      const sessionId = uuid.exec(first.stdout())![1]!;
+      const firstExit = await first.kill(stop);
+      if (stop === "SIGKILL") expect(firstExit.signal).toBe("SIGKILL");
+      else {
+        expect(firstExit.code).toBe(0);
+        expect(first.stdout()).toContain(
+          `stopped (Ctrl-C); session ${sessionId} is kept in sqlite ${db}: run the demo again to continue it`,
+        );
+      }
+      // Nothing ran at the desk: the call waits for approval.
+      expect(deskCalls(db).calls).toEqual([]);
+      expect(deskCalls(db).order1002).toBe("processing");
 
-    // Second process: offered the waiting session, continues it from the approval.
-    const second = startChild(demoScript, secondRun.includes("--ask") ? [...frameworkArgs, "--ask"] : frameworkArgs, env);
-    if (secondRun.includes("--ask")) {
-      await second.waitFor(`session ${sessionId} (started `);
-      await second.waitFor("? Continue it? [Y/n]");
-      second.answer("y");
-      await second.waitFor("? Approve cancel_order");
-      second.answer("y");
-    } else {
-      second.process.stdin.end();
-    }
-    const secondExit = await second.exited;
-    expect(second.stderr()).toBe("");
-    expect(secondExit.code).toBe(0);
-    const out = second.stdout();
-    expect(out).toContain(`Resuming session ${sessionId}`);
-    expect(out).toContain(': waiting for your approval of cancel_order {"order_id":"1002","reason":"requested by the customer"}');
-    // It does not start a session of its own, and the earlier turn is shown, not run again.
-    expect(out).not.toMatch(/^session [0-9a-f-]{36}$/m);
-    expect(out).toContain("  ◆ answer: I looked up order 1001:");
-    expect(stepLines(out)).toEqual([
-      "✓ AwaitToolApproval cancel_order",
-      "✓ CallSingleAttemptTool cancel_order",
-      "✓ ResumeTurn",
-      "✓ RunModel",
-    ]);
-    expect(out).toContain(
-      secondRun.includes("--ask") ? "cancel_order needs approval: approved at the terminal" : "cancel_order needs approval: approved automatically (stdin is not a TTY)",
-    );
-    expect(out).toContain("◆ answer: I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).");
-    expect(out).toMatch(/done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002; cancel calls on the desk: 1\n/);
+      // Second process: offered the waiting session, continues it from the approval.
+      const second = startChild(
+        demoScript,
+        secondRun.includes("--ask") ? [...frameworkArgs, "--ask"] : frameworkArgs,
+        env,
+      );
+      if (secondRun.includes("--ask")) {
+        await second.waitFor(`session ${sessionId} (started `);
+        await second.waitFor("? Continue it? [Y/n]");
+        second.answer("y");
+        await second.waitFor("? Approve cancel_order");
+        second.answer("y");
+      } else {
+        second.process.stdin.end();
+      }
+      const secondExit = await second.exited;
+      expect(second.stderr()).toBe("");
+      expect(secondExit.code).toBe(0);
+      const out = second.stdout();
+      expect(out).toContain(`Resuming session ${sessionId}`);
+      expect(out).toContain(
+        ': waiting for your approval of cancel_order {"order_id":"1002","reason":"requested by the customer"}',
+      );
+      // It does not start a session of its own, and the earlier turn is shown, not run again.
+      expect(out).not.toMatch(/^session [0-9a-f-]{36}$/m);
+      expect(out).toContain("  ◆ answer: I looked up order 1001:");
+      expect(stepLines(out)).toEqual([
+        "✓ AwaitToolApproval cancel_order",
+        "✓ CallSingleAttemptTool cancel_order",
+        "✓ ResumeTurn",
+        "✓ RunModel",
+      ]);
+      expect(out).toContain(
+        secondRun.includes("--ask")
+          ? "cancel_order needs approval: approved at the terminal"
+          : "cancel_order needs approval: approved automatically (stdin is not a TTY)",
+      );
+      expect(out).toContain(
+        "◆ answer: I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).",
+      );
+      expect(out).toMatch(
+        /done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002; cancel calls on the desk: 1\n/,
+      );
 
-    // Exactly once, by the desk's file and by the session's log.
-    expect(deskCalls(db)).toEqual({
-      calls: [{ orderId: "1002", reason: "requested by the customer", outcome: "cancelled", detail: null, at: expect.any(String) }],
-      order1002: "cancelled",
-    });
-    const events = await eventsOf(db, sessionId);
-    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-    const cancelSteps = events.filter((e) => e.type === "step_started" && e.data.step === "CallSingleAttemptTool");
-    expect(cancelSteps).toHaveLength(1);
-    expect(events.filter((e) => e.type === "turn_completed")).toHaveLength(2);
+      // Exactly once, by the desk's file and by the session's log.
+      expect(deskCalls(db)).toEqual({
+        calls: [
+          {
+            orderId: "1002",
+            reason: "requested by the customer",
+            outcome: "cancelled",
+            detail: null,
+            at: expect.any(String),
+          },
+        ],
+        order1002: "cancelled",
+      });
+      const events = await eventsOf(db, sessionId);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      const cancelSteps = events.filter((e) => e.type === "step_started" && e.data.step === "CallSingleAttemptTool");
+      expect(cancelSteps).toHaveLength(1);
+      expect(events.filter((e) => e.type === "turn_completed")).toHaveLength(2);
 
-    // A third run has nothing to resume: it starts a new session, on a desk that remembers.
-    const third = await runToEnd(demoScript, [...frameworkArgs, "look up order 1002"], env);
-    expect(third.code).toBe(0);
-    expect(third.stdout).not.toContain("Resuming");
-    expect(third.stdout).toContain("(the order desk remembers earlier runs: cancelled already: 1002;");
-    expect(third.stdout).toContain("◆ answer: I looked up order 1002: Order 1002 for Grace: 1 x 27-inch monitor (MN-27). Status: cancelled (requested by the customer).");
-    expect(uuid.exec(third.stdout)![1]).not.toBe(sessionId);
-  });
+      // A third run has nothing to resume: it starts a new session, on a desk that remembers.
+      const third = await runToEnd(demoScript, [...frameworkArgs, "look up order 1002"], env);
+      expect(third.code).toBe(0);
+      expect(third.stdout).not.toContain("Resuming");
+      expect(third.stdout).toContain("(the order desk remembers earlier runs: cancelled already: 1002;");
+      expect(third.stdout).toContain(
+        "◆ answer: I looked up order 1002: Order 1002 for Grace: 1 x 27-inch monitor (MN-27). Status: cancelled (requested by the customer).",
+      );
+      expect(uuid.exec(third.stdout)![1]).not.toBe(sessionId);
+    },
+  );
 
   it("starts anew with --new, and a declined offer is not made again", async () => {
     const db = newDb();
@@ -178,7 +208,9 @@ describe("the terminal demo resumes a session it was killed in", () => {
 
   it("keeps the old in-memory behaviour with --store memory: no file is written", async () => {
     const db = newDb();
-    const run = await runToEnd(demoScript, ["--store", "memory", "--yes", "cancel order 1002"], { ORDER_SUPPORT_DB: db });
+    const run = await runToEnd(demoScript, ["--store", "memory", "--yes", "cancel order 1002"], {
+      ORDER_SUPPORT_DB: db,
+    });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("store: in memory)");
     expect(run.stdout).toContain("orders cancelled: 1002; cancel calls on the desk: 1");

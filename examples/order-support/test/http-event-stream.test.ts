@@ -47,8 +47,11 @@ describe("the SSE event stream", () => {
   it("stops following the store when the client goes away", async () => {
     const { id, token } = await harness.startSession("look up order 1001");
     await harness.waitFor(id, token, (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant");
-    const streams = await Promise.all([0, 1, 2].map(() => SseConnection.open(`${harness.url}/sessions/${id}/events`, { "x-session-token": token })));
-    for (const stream of streams) expect(JSON.parse((await stream.next())!.data)).toMatchObject({ seq: 1, type: "session_created" });
+    const streams = await Promise.all(
+      [0, 1, 2].map(() => SseConnection.open(`${harness.url}/sessions/${id}/events`, { "x-session-token": token })),
+    );
+    for (const stream of streams)
+      expect(JSON.parse((await stream.next())!.data)).toMatchObject({ seq: 1, type: "session_created" });
     await eventually(() => activeFollowers === 3);
     for (const stream of streams) stream.close();
     await eventually(() => activeFollowers === 0);
@@ -57,11 +60,14 @@ describe("the SSE event stream", () => {
   it("sends keep-alive comments while nothing happens, and still delivers the next event", async () => {
     const { id, token } = await harness.startSession();
     await harness.waitFor(id, token, (s) => s.lastEventSeq >= 1);
-    const response = await fetch(`${harness.url}/sessions/${id}/events?after=1`, { headers: { "x-session-token": token } });
+    const response = await fetch(`${harness.url}/sessions/${id}/events?after=1`, {
+      headers: { "x-session-token": token },
+    });
     const reader = response.body!.getReader();
     const decoder = new TextDecoder();
     let text = "";
-    while ((text.match(/: keep-alive\n\n/g) ?? []).length < 2) text += decoder.decode((await reader.read()).value, { stream: true });
+    while ((text.match(/: keep-alive\n\n/g) ?? []).length < 2)
+      text += decoder.decode((await reader.read()).value, { stream: true });
     expect(text).not.toContain("data:");
     await harness.request("POST", `/sessions/${id}/messages`, { token, body: { text: "hello" } });
     while (!text.includes("event: turn_started")) text += decoder.decode((await reader.read()).value, { stream: true });

@@ -38,7 +38,13 @@ afterAll(async () => {
 const snapshotOf = (id: string): Promise<SessionSnapshot> => harness.runtime.client.snapshot(id);
 
 /** Sends the request, checks status and error code, and that the idle session's snapshot did not move. */
-async function expectRefusal(method: string, path: string, options: RequestOptions, status: number, code: string): Promise<string> {
+async function expectRefusal(
+  method: string,
+  path: string,
+  options: RequestOptions,
+  status: number,
+  code: string,
+): Promise<string> {
   const before = await snapshotOf(idle.id);
   const response = await harness.request(method, path, options);
   expect(response.status).toBe(status);
@@ -52,13 +58,14 @@ async function expectRefusal(method: string, path: string, options: RequestOptio
   return body.error.message;
 }
 
-const routes = () => [
-  ["POST", `/sessions/${idle.id}/messages`, { text: "look up order 1002" }],
-  ["GET", `/sessions/${idle.id}/snapshot`, undefined],
-  ["GET", `/sessions/${idle.id}/events`, undefined],
-  ["POST", `/sessions/${idle.id}/interrupts/some-interrupt/approve`, {}],
-  ["POST", `/sessions/${idle.id}/interrupts/some-interrupt/reject`, { message: "no" }],
-] as const;
+const routes = () =>
+  [
+    ["POST", `/sessions/${idle.id}/messages`, { text: "look up order 1002" }],
+    ["GET", `/sessions/${idle.id}/snapshot`, undefined],
+    ["GET", `/sessions/${idle.id}/events`, undefined],
+    ["POST", `/sessions/${idle.id}/interrupts/some-interrupt/approve`, {}],
+    ["POST", `/sessions/${idle.id}/interrupts/some-interrupt/reject`, { message: "no" }],
+  ] as const;
 
 describe("authentication", () => {
   it("answers 401 on every session route without a token", async () => {
@@ -79,7 +86,10 @@ describe("authentication", () => {
   });
 
   it("accepts the token in the query as well as in the header", async () => {
-    const response = await harness.request("GET", `/sessions/${idle.id}/snapshot?token=${encodeURIComponent(idle.token)}`);
+    const response = await harness.request(
+      "GET",
+      `/sessions/${idle.id}/snapshot?token=${encodeURIComponent(idle.token)}`,
+    );
     expect(response.status).toBe(200);
     expect(((await response.json()) as SessionSnapshot).sessionId).toBe(idle.id);
   });
@@ -90,23 +100,51 @@ describe("bad requests", () => {
 
   it("answers 400 for malformed JSON, a body that is not an object, and a missing or mistyped text", async () => {
     const token = idle.token;
-    expect(await expectRefusal("POST", messages(), { token, body: '{"text": "cancel order 1002"' }, 400, "invalid_input")).toMatch(/JSON/);
+    expect(
+      await expectRefusal("POST", messages(), { token, body: '{"text": "cancel order 1002"' }, 400, "invalid_input"),
+    ).toMatch(/JSON/);
     await expectRefusal("POST", messages(), { token, body: '["cancel order 1002"]' }, 400, "invalid_input");
     await expectRefusal("POST", messages(), { token, body: "" }, 400, "invalid_input");
-    expect(await expectRefusal("POST", messages(), { token, body: {} }, 400, "invalid_input")).toMatch(/"text" is required/);
+    expect(await expectRefusal("POST", messages(), { token, body: {} }, 400, "invalid_input")).toMatch(
+      /"text" is required/,
+    );
     await expectRefusal("POST", messages(), { token, body: { message: "cancel order 1002" } }, 400, "invalid_input");
     await expectRefusal("POST", messages(), { token, body: { text: 1002 } }, 400, "invalid_input");
     await expectRefusal("POST", messages(), { token, body: { text: "   " } }, 400, "invalid_input");
-    await expectRefusal("POST", messages(), { token, body: { text: "cancel order 1002", message_id: "not a valid id!" } }, 400, "invalid_input");
+    await expectRefusal(
+      "POST",
+      messages(),
+      { token, body: { text: "cancel order 1002", message_id: "not a valid id!" } },
+      400,
+      "invalid_input",
+    );
   });
 
   it("answers 400 for an oversize text or body", async () => {
     const token = idle.token;
-    await expectRefusal("POST", messages(), { token, body: { text: "x".repeat(maxTextChars + 1) } }, 400, "input_too_large");
+    await expectRefusal(
+      "POST",
+      messages(),
+      { token, body: { text: "x".repeat(maxTextChars + 1) } },
+      400,
+      "input_too_large",
+    );
     // Within the text limit, but the body is over the byte limit.
-    await expectRefusal("POST", messages(), { token, body: { text: "cancel order 1002", pad: "y".repeat(maxBodyBytes) } }, 400, "input_too_large");
+    await expectRefusal(
+      "POST",
+      messages(),
+      { token, body: { text: "cancel order 1002", pad: "y".repeat(maxBodyBytes) } },
+      400,
+      "input_too_large",
+    );
     const reject = `/sessions/${idle.id}/interrupts/any/reject`;
-    await expectRefusal("POST", reject, { token, body: { message: "z".repeat(maxTextChars + 1) } }, 400, "input_too_large");
+    await expectRefusal(
+      "POST",
+      reject,
+      { token, body: { message: "z".repeat(maxTextChars + 1) } },
+      400,
+      "input_too_large",
+    );
   });
 
   it("answers 400 for a malformed Last-Event-ID or ?after=", async () => {
@@ -119,7 +157,9 @@ describe("bad requests", () => {
     for (const body of ['{"message": ', { message: 42 }, { message: "x".repeat(maxTextChars + 1) }]) {
       const response = await harness.request("POST", "/sessions", { body });
       expect(response.status).toBe(400);
-      expect(((await response.json()) as { error: { code: string } }).error.code).toMatch(/^(invalid_input|input_too_large)$/);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toMatch(
+        /^(invalid_input|input_too_large)$/,
+      );
     }
   });
 });
@@ -134,13 +174,31 @@ describe("unknown sessions and interrupts", () => {
     ] as const) {
       await expectRefusal(method, path, { token }, 404, "session_not_found");
     }
-    await expectRefusal("POST", `/sessions/${id}/messages`, { token, body: { text: "hello" } }, 404, "session_not_found");
+    await expectRefusal(
+      "POST",
+      `/sessions/${id}/messages`,
+      { token, body: { text: "hello" } },
+      404,
+      "session_not_found",
+    );
     await expectRefusal("POST", `/sessions/${id}/interrupts/x/approve`, { token }, 404, "session_not_found");
   });
 
   it("answers 404 for an interrupt the session does not have", async () => {
-    await expectRefusal("POST", `/sessions/${idle.id}/interrupts/turn-9-9-9/approve`, { token: idle.token }, 404, "interrupt_not_found");
-    await expectRefusal("POST", `/sessions/${idle.id}/interrupts/turn-9-9-9/reject`, { token: idle.token, body: { message: "no" } }, 404, "interrupt_not_found");
+    await expectRefusal(
+      "POST",
+      `/sessions/${idle.id}/interrupts/turn-9-9-9/approve`,
+      { token: idle.token },
+      404,
+      "interrupt_not_found",
+    );
+    await expectRefusal(
+      "POST",
+      `/sessions/${idle.id}/interrupts/turn-9-9-9/reject`,
+      { token: idle.token, body: { message: "no" } },
+      404,
+      "interrupt_not_found",
+    );
   });
 
   it("answers 404 with a JSON error for an unknown route", async () => {
@@ -166,7 +224,11 @@ describe("decisions in the wrong state", () => {
     expect(await again.json()).toMatchObject({ error: { code: "duplicate_resolution" } });
     expect((await harness.request("POST", reject, { token, body: { message: "no" } })).status).toBe(409);
 
-    const done = await harness.waitFor(id, token, (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant");
+    const done = await harness.waitFor(
+      id,
+      token,
+      (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant",
+    );
     // Once the turn ended: still 409, and nothing moves.
     const before = await snapshotOf(id);
     const late = await harness.request("POST", approve, { token });
@@ -186,12 +248,17 @@ describe("decisions in the wrong state", () => {
     const waiting = await harness.waitFor(id, token, (s) => s.status === "awaiting_approval");
     const interruptId = waiting.pendingInterrupts[0]!.interruptId;
     const before = await snapshotOf(id);
-    const response = await harness.request("POST", `/sessions/${id}/interrupts/${interruptId}/approve`, { token, body: { message: "ok" } });
+    const response = await harness.request("POST", `/sessions/${id}/interrupts/${interruptId}/approve`, {
+      token,
+      body: { message: "ok" },
+    });
     expect(response.status).toBe(400);
     await new Promise((resolve) => setTimeout(resolve, 30));
     expect(await snapshotOf(id)).toEqual(before);
     // The interrupt is still pending and can be decided properly.
-    expect((await harness.request("POST", `/sessions/${id}/interrupts/${interruptId}/reject`, { token })).status).toBe(202);
+    expect((await harness.request("POST", `/sessions/${id}/interrupts/${interruptId}/reject`, { token })).status).toBe(
+      202,
+    );
     await harness.waitFor(id, token, (s) => s.status === "idle");
   });
 });
@@ -203,16 +270,22 @@ describe("server errors", () => {
     const head = { ...newSessionHead(id, "order-support", new Date().toISOString()), schemaVersion: 2 };
     await harness.runtime.store.createSession({ head: head as unknown as SessionHead, events: [] });
     const logged: string[] = [];
-    const spy = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
+    const spy = vi
+      .spyOn(console, "error")
+      .mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
     try {
       const response = await harness.request("GET", `/sessions/${id}/snapshot`, { token: harness.tokens.sign(id) });
       expect(response.status).toBe(500);
-      expect(await response.json()).toEqual({ error: { code: "internal", message: "the server failed to handle the request" } });
+      expect(await response.json()).toEqual({
+        error: { code: "internal", message: "the server failed to handle the request" },
+      });
     } finally {
       spy.mockRestore();
     }
     expect(logged).toHaveLength(1);
-    expect(logged[0]).toMatch(/^order-support server \[stored_state\]: StoredStateError: the stored session head has schema version 2/);
+    expect(logged[0]).toMatch(
+      /^order-support server \[stored_state\]: StoredStateError: the stored session head has schema version 2/,
+    );
   });
 
   it("answers 400 only for bad client input; every other code of the family is a 500", () => {
@@ -225,7 +298,10 @@ describe("server errors", () => {
       new PolicyError("typo"),
       new UnknownAgentError("nobody"),
     ]) {
-      expect(httpErrorOf(error)).toEqual({ status: 500, body: { error: { code: "internal", message: "the server failed to handle the request" } } });
+      expect(httpErrorOf(error)).toEqual({
+        status: 500,
+        body: { error: { code: "internal", message: "the server failed to handle the request" } },
+      });
     }
     expect(httpErrorOf(new InvalidInputError("bad")).status).toBe(400);
   });

@@ -39,10 +39,20 @@ describe("an order support session over HTTP", () => {
     const lastSeenBeforeDrop = seen.at(-1)!.seq;
 
     // While nobody listens: the look-up turn ends, the cancel turn starts and waits for approval.
-    const lookedUp = await harness.waitFor(id, token, (s) => s.status === "idle" && s.messages.some((m) => m.role === "assistant" && m.text !== ""));
-    expect(lookedUp.messages.at(-1)).toMatchObject({ role: "assistant", text: expect.stringContaining("I looked up order 1001: Order 1001 for Ada") });
+    const lookedUp = await harness.waitFor(
+      id,
+      token,
+      (s) => s.status === "idle" && s.messages.some((m) => m.role === "assistant" && m.text !== ""),
+    );
+    expect(lookedUp.messages.at(-1)).toMatchObject({
+      role: "assistant",
+      text: expect.stringContaining("I looked up order 1001: Order 1001 for Ada"),
+    });
 
-    const sent = await harness.request("POST", `/sessions/${id}/messages`, { token, body: { text: "cancel order 1002" } });
+    const sent = await harness.request("POST", `/sessions/${id}/messages`, {
+      token,
+      body: { text: "cancel order 1002" },
+    });
     expect(sent.status).toBe(202);
     expect(await sent.json()).toMatchObject({ accepted: true, duplicate: false });
 
@@ -53,12 +63,17 @@ describe("an order support session over HTTP", () => {
     expect(JSON.parse(interrupt.arguments)).toMatchObject({ order_id: "1002" });
     expect(harness.runtime.desk.cancellations()).toEqual([]);
 
-    const approved = await harness.request("POST", `/sessions/${id}/interrupts/${interrupt.interruptId}/approve`, { token });
+    const approved = await harness.request("POST", `/sessions/${id}/interrupts/${interrupt.interruptId}/approve`, {
+      token,
+    });
     expect(approved.status).toBe(202);
     expect(await approved.json()).toMatchObject({ accepted: true });
 
     // Second connection resumes after the last event seen, and follows live until the cancel turn ends.
-    const second = await SseConnection.open(eventsUrl, { "x-session-token": token, "last-event-id": String(lastSeenBeforeDrop) });
+    const second = await SseConnection.open(eventsUrl, {
+      "x-session-token": token,
+      "last-event-id": String(lastSeenBeforeDrop),
+    });
     let turnsCompleted = seen.filter((event) => event.type === "turn_completed").length;
     while (turnsCompleted < 2) {
       const event = eventOf(await second.next());
@@ -75,7 +90,9 @@ describe("an order support session over HTTP", () => {
 
     // The cancel turn's steps, in order.
     const cancelTurnId = seen.filter((event) => event.type === "turn_started").at(-1)!.data.turnId;
-    const steps = seen.flatMap((event) => (event.type === "step_completed" && event.data.turnId === cancelTurnId ? [event.data.step] : []));
+    const steps = seen.flatMap((event) =>
+      event.type === "step_completed" && event.data.turnId === cancelTurnId ? [event.data.step] : [],
+    );
     expect(steps).toEqual(["RunModel", "AwaitToolApproval", "CallSingleAttemptTool", "ResumeTurn", "RunModel"]);
     expect(seen.some((event) => event.type === "text_delta" && event.data.turnId === cancelTurnId)).toBe(true);
 
@@ -105,8 +122,14 @@ describe("an order support session over HTTP", () => {
     const { id, token } = await harness.startSession("cancel order 1001");
     const waiting = await harness.waitFor(id, token, (s) => s.status === "awaiting_approval");
     const interruptId = waiting.pendingInterrupts[0]!.interruptId;
-    expect((await harness.request("POST", `/sessions/${id}/interrupts/${interruptId}/approve`, { token })).status).toBe(202);
-    const done = await harness.waitFor(id, token, (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant");
+    expect((await harness.request("POST", `/sessions/${id}/interrupts/${interruptId}/approve`, { token })).status).toBe(
+      202,
+    );
+    const done = await harness.waitFor(
+      id,
+      token,
+      (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant",
+    );
     expect(done.messages.at(-1)?.text).toBe(
       "I asked to cancel order 1001: The tool call failed: order 1001 has already shipped and can no longer be cancelled",
     );
@@ -124,15 +147,25 @@ describe("an order support session over HTTP", () => {
       body: { message: "Keep the order, I will exchange it instead." },
     });
     expect(rejected.status).toBe(202);
-    const done = await harness.waitFor(id, token, (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant");
-    expect(done.messages.at(-1)?.text).toBe("I asked to cancel order 1002: Keep the order, I will exchange it instead.");
+    const done = await harness.waitFor(
+      id,
+      token,
+      (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant",
+    );
+    expect(done.messages.at(-1)?.text).toBe(
+      "I asked to cancel order 1002: Keep the order, I will exchange it instead.",
+    );
     expect(done.turn?.calls.map((call) => call.status)).toEqual(["rejected"]);
     expect(harness.runtime.desk.cancellations()).toHaveLength(before);
   });
 
   it("accepts a message sent twice with the same message_id once", async () => {
     const { id, token } = await harness.startSession();
-    const send = () => harness.request("POST", `/sessions/${id}/messages`, { token, body: { text: "look up order 1001", message_id: "msg-1" } });
+    const send = () =>
+      harness.request("POST", `/sessions/${id}/messages`, {
+        token,
+        body: { text: "look up order 1001", message_id: "msg-1" },
+      });
     const first = await send();
     const second = await send();
     expect(first.status).toBe(202);
@@ -140,7 +173,11 @@ describe("an order support session over HTTP", () => {
     const [a, b] = (await Promise.all([first.json(), second.json()])) as { seq: number; duplicate: boolean }[];
     expect(a).toMatchObject({ accepted: true, duplicate: false });
     expect(b).toEqual({ accepted: true, seq: a!.seq, duplicate: true });
-    const done = await harness.waitFor(id, token, (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant");
+    const done = await harness.waitFor(
+      id,
+      token,
+      (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant",
+    );
     expect(done.messages.filter((message) => message.role === "user")).toHaveLength(1);
     expect(done.turnCount).toBe(1);
   });

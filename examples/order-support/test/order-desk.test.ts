@@ -122,7 +122,9 @@ describe("OrderDesk in a file", () => {
     db.exec("CREATE TABLE t (x)");
     db.close();
     const foreignBefore = readFileSync(foreign);
-    expect(() => OrderDesk.open(foreign)).toThrow(/is a SQLite database of another program, not an order desk; it was left untouched/);
+    expect(() => OrderDesk.open(foreign)).toThrow(
+      /is a SQLite database of another program, not an order desk; it was left untouched/,
+    );
     expect(readFileSync(foreign).equals(foreignBefore)).toBe(true);
   });
 });

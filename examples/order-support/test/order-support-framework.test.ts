@@ -45,11 +45,18 @@ describe("orderSupportSetupFromEnv and the runtime", () => {
   it("builds a session named order-support with the same tools for each framework", async () => {
     for (const framework of ["openai-agents", "ai-sdk"] as const) {
       const setup = orderSupportSetupFromEnv(framework, {}, { chunkDelayMs: 0 });
-      expect(setup).toMatchObject({ framework, isDemo: true, modelDescription: "demo model (local, no API key needed)" });
+      expect(setup).toMatchObject({
+        framework,
+        isDemo: true,
+        modelDescription: "demo model (local, no API key needed)",
+      });
       const runtime = startOrderSupportRuntime({ session: setup.createSession });
       try {
         expect(runtime.definition.name).toBe(orderSupportAgentName);
-        const { sessionId } = await runtime.client.startSession({ agent: orderSupportAgentName, message: "look up order 1002" });
+        const { sessionId } = await runtime.client.startSession({
+          agent: orderSupportAgentName,
+          message: "look up order 1002",
+        });
         const done = await runtime.client.waitUntilIdle(sessionId);
         expect(done.messages.at(-1)?.text).toBe(`I looked up order 1002: ${runtime.desk.describeOrder("1002")}`);
       } finally {

@@ -5,7 +5,11 @@ import { orderSupportModelFromEnv } from "../src/order-support-model.js";
 
 describe("orderSupportModelFromEnv", () => {
   it("picks the demo model without ORDER_SUPPORT_MODEL, or with ORDER_SUPPORT_MODEL=demo", () => {
-    for (const env of [{}, { ORDER_SUPPORT_MODEL: "demo", OPENAI_API_KEY: "sk-x" }, { ORDER_SUPPORT_MODEL: " ", OPENAI_API_KEY: "sk-x" }]) {
+    for (const env of [
+      {},
+      { ORDER_SUPPORT_MODEL: "demo", OPENAI_API_KEY: "sk-x" },
+      { ORDER_SUPPORT_MODEL: " ", OPENAI_API_KEY: "sk-x" },
+    ]) {
       const choice = orderSupportModelFromEnv(env);
       expect(choice.isDemo).toBe(true);
       expect(choice.model).toBeInstanceOf(OrderSupportDemoModel);
@@ -22,6 +26,8 @@ describe("orderSupportModelFromEnv", () => {
 
   it("refuses a model name without a key instead of falling back silently", () => {
     expect(() => orderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini" })).toThrow(ConfigurationError);
-    expect(() => orderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini", OPENAI_API_KEY: "" })).toThrow(/OPENAI_API_KEY is not set/);
+    expect(() => orderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini", OPENAI_API_KEY: "" })).toThrow(
+      /OPENAI_API_KEY is not set/,
+    );
   });
 });

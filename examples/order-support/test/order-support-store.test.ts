@@ -32,7 +32,9 @@ describe("the store choice", () => {
       path: "/data/x.db",
       isDefault: false,
     });
-    expect(chooseOrderSupportStore({ env: { ORDER_SUPPORT_DB: "x.db", INIT_CWD: "/home/me" }, program: "server" })).toMatchObject({
+    expect(
+      chooseOrderSupportStore({ env: { ORDER_SUPPORT_DB: "x.db", INIT_CWD: "/home/me" }, program: "server" }),
+    ).toMatchObject({
       path: "/home/me/x.db",
     });
     expect(chooseOrderSupportStore({ env: { ORDER_SUPPORT_DB: "x.db" }, program: "server" })).toMatchObject({
@@ -41,13 +43,21 @@ describe("the store choice", () => {
   });
 
   it("lets --store win over ORDER_SUPPORT_STORE, and refuses unknown kinds and PostgreSQL without a URL or for the demo", () => {
-    expect(chooseOrderSupportStore({ flag: "memory", env: { ORDER_SUPPORT_STORE: "sqlite" }, program: "demo" })).toEqual({ kind: "memory" });
-    expect(chooseOrderSupportStore({ env: { ORDER_SUPPORT_STORE: "memory" }, program: "server" })).toEqual({ kind: "memory" });
-    expect(() => chooseOrderSupportStore({ flag: "mongo", env: {}, program: "demo" })).toThrow('--store must be one of sqlite, memory, not "mongo"');
-    expect(() => chooseOrderSupportStore({ env: { ORDER_SUPPORT_STORE: "postgres" }, program: "server" })).toThrow(/needs DATABASE_URL/);
-    expect(() => chooseOrderSupportStore({ flag: "postgres", env: { DATABASE_URL: "postgres://h/db" }, program: "demo" })).toThrow(
-      '--store must be one of sqlite, memory, not "postgres"',
+    expect(
+      chooseOrderSupportStore({ flag: "memory", env: { ORDER_SUPPORT_STORE: "sqlite" }, program: "demo" }),
+    ).toEqual({ kind: "memory" });
+    expect(chooseOrderSupportStore({ env: { ORDER_SUPPORT_STORE: "memory" }, program: "server" })).toEqual({
+      kind: "memory",
+    });
+    expect(() => chooseOrderSupportStore({ flag: "mongo", env: {}, program: "demo" })).toThrow(
+      '--store must be one of sqlite, memory, not "mongo"',
     );
+    expect(() => chooseOrderSupportStore({ env: { ORDER_SUPPORT_STORE: "postgres" }, program: "server" })).toThrow(
+      /needs DATABASE_URL/,
+    );
+    expect(() =>
+      chooseOrderSupportStore({ flag: "postgres", env: { DATABASE_URL: "postgres://h/db" }, program: "demo" }),
+    ).toThrow('--store must be one of sqlite, memory, not "postgres"');
     expect(() => chooseOrderSupportStore({ env: { ORDER_SUPPORT_STORE: "redis" }, program: "server" })).toThrow(
       'ORDER_SUPPORT_STORE must be one of sqlite, memory, postgres, not "redis"',
     );
@@ -55,8 +65,13 @@ describe("the store choice", () => {
 
   it("reads DATABASE_URL for the server only, and ORDER_SUPPORT_STORE=sqlite overrides it", () => {
     const env = { DATABASE_URL: "postgres://localhost/db" };
-    expect(chooseOrderSupportStore({ env, program: "server" })).toEqual({ kind: "postgres", databaseUrl: "postgres://localhost/db" });
-    expect(chooseOrderSupportStore({ env: { ...env, ORDER_SUPPORT_STORE: "sqlite" }, program: "server" })).toMatchObject({ kind: "sqlite" });
+    expect(chooseOrderSupportStore({ env, program: "server" })).toEqual({
+      kind: "postgres",
+      databaseUrl: "postgres://localhost/db",
+    });
+    expect(
+      chooseOrderSupportStore({ env: { ...env, ORDER_SUPPORT_STORE: "sqlite" }, program: "server" }),
+    ).toMatchObject({ kind: "sqlite" });
     expect(chooseOrderSupportStore({ env, program: "demo" })).toMatchObject({ kind: "sqlite" });
   });
 

@@ -4,7 +4,8 @@ import { ProgressRenderer } from "../src/progress-renderer.js";
 
 let seq = 0;
 const at = (ms: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, 0, ms)).toISOString();
-const ev = (ms: number, body: Omit<SessionEvent, "seq" | "at">) => ({ seq: ++seq, at: at(ms), ...body }) as SessionEvent;
+const ev = (ms: number, body: Omit<SessionEvent, "seq" | "at">) =>
+  ({ seq: ++seq, at: at(ms), ...body }) as SessionEvent;
 
 function render(events: SessionEvent[], live: boolean): string {
   let out = "";
@@ -22,10 +23,19 @@ const lookUpTurn: SessionEvent[] = [
   ev(0, { type: "turn_started", data: { turnId, text: "look up order 1001" } }),
   ev(1, { type: "step_started", data: { turnId, step: "RunModel", attempt: 1 } }),
   ev(6, { type: "step_completed", data: { turnId, step: "RunModel", status: "completed" } }),
-  ev(6, { type: "tool_calls_requested", data: { turnId, calls: [{ toolCallId: "c1", name: "look_up_order", arguments: args1001 }] } }),
+  ev(6, {
+    type: "tool_calls_requested",
+    data: { turnId, calls: [{ toolCallId: "c1", name: "look_up_order", arguments: args1001 }] },
+  }),
   ev(7, { type: "step_started", data: { turnId, step: "CallTool", toolCallId: "c1", attempt: 1 } }),
-  ev(9, { type: "step_completed", data: { turnId, step: "CallTool", toolCallId: "c1", status: "completed", detail: "succeeded" } }),
-  ev(9, { type: "tool_call_completed", data: { turnId, toolCallId: "c1", name: "look_up_order", status: "succeeded", text: "Order 1001: shipped" } }),
+  ev(9, {
+    type: "step_completed",
+    data: { turnId, step: "CallTool", toolCallId: "c1", status: "completed", detail: "succeeded" },
+  }),
+  ev(9, {
+    type: "tool_call_completed",
+    data: { turnId, toolCallId: "c1", name: "look_up_order", status: "succeeded", text: "Order 1001: shipped" },
+  }),
   ev(10, { type: "step_started", data: { turnId, step: "RunModel", attempt: 2 } }),
   ev(20, { type: "text_delta", data: { turnId, text: "Order 1001 " } }),
   ev(30, { type: "text_delta", data: { turnId, text: "has shipped." } }),
@@ -53,7 +63,10 @@ describe("ProgressRenderer", () => {
 
   it("cuts a running line to the terminal width on a TTY, so it can be rewritten in place", () => {
     let out = "";
-    const renderer = new ProgressRenderer({ write: (text) => (out += text) }, { live: true, color: false, columns: 30 });
+    const renderer = new ProgressRenderer(
+      { write: (text) => (out += text) },
+      { live: true, color: false, columns: 30 },
+    );
     renderer.handle(lookUpTurn[3]!);
     renderer.handle(ev(40, { type: "step_started", data: { turnId, step: "CallTool", toolCallId: "c1", attempt: 1 } }));
     expect(out).toBe(`    ↳ asks for look_up_order ${args1001}\n  ▸ CallTool look_up_order {…`);
@@ -61,17 +74,35 @@ describe("ProgressRenderer", () => {
 
   it("keeps parallel tool steps apart and puts an outcome on its own line when its step's line is closed", () => {
     const events: SessionEvent[] = [
-      ev(0, { type: "tool_calls_requested", data: { turnId, calls: [
-        { toolCallId: "c1", name: "look_up_order", arguments: args1001 },
-        { toolCallId: "c2", name: "look_up_order", arguments: args1002 },
-      ] } }),
+      ev(0, {
+        type: "tool_calls_requested",
+        data: {
+          turnId,
+          calls: [
+            { toolCallId: "c1", name: "look_up_order", arguments: args1001 },
+            { toolCallId: "c2", name: "look_up_order", arguments: args1002 },
+          ],
+        },
+      }),
       ev(1, { type: "step_started", data: { turnId, step: "CallTool", toolCallId: "c1", attempt: 1 } }),
       ev(1, { type: "step_started", data: { turnId, step: "CallTool", toolCallId: "c2", attempt: 1 } }),
-      ev(4, { type: "step_completed", data: { turnId, step: "CallTool", toolCallId: "c2", status: "completed", detail: "succeeded" } }),
-      ev(4, { type: "tool_call_completed", data: { turnId, toolCallId: "c2", name: "look_up_order", status: "succeeded", text: "Order 1002: processing" } }),
-      ev(6, { type: "step_completed", data: { turnId, step: "CallTool", toolCallId: "c1", status: "completed", detail: "succeeded" } }),
+      ev(4, {
+        type: "step_completed",
+        data: { turnId, step: "CallTool", toolCallId: "c2", status: "completed", detail: "succeeded" },
+      }),
+      ev(4, {
+        type: "tool_call_completed",
+        data: { turnId, toolCallId: "c2", name: "look_up_order", status: "succeeded", text: "Order 1002: processing" },
+      }),
+      ev(6, {
+        type: "step_completed",
+        data: { turnId, step: "CallTool", toolCallId: "c1", status: "completed", detail: "succeeded" },
+      }),
       ev(7, { type: "step_started", data: { turnId, step: "ResumeTurn", attempt: 0 } }),
-      ev(7, { type: "tool_call_completed", data: { turnId, toolCallId: "c1", name: "look_up_order", status: "failed", text: "The tool call failed" } }),
+      ev(7, {
+        type: "tool_call_completed",
+        data: { turnId, toolCallId: "c1", name: "look_up_order", status: "failed", text: "The tool call failed" },
+      }),
     ];
     expect(render(events, false).split("\n")).toEqual([
       `    ↳ asks for look_up_order ${args1001}, look_up_order ${args1002}`,

@@ -6,7 +6,12 @@
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SessionSnapshot } from "@durable-agents/core";
-import { createTestDatabase, startPostgres, type PostgresServer, type TestDatabase } from "@durable-agents/store-postgres/testing";
+import {
+  createTestDatabase,
+  startPostgres,
+  type PostgresServer,
+  type TestDatabase,
+} from "@durable-agents/store-postgres/testing";
 import { runToEnd, serverScript, type Child } from "./support/child.js";
 import { createSessionOver, startServerChild } from "./support/server-child.js";
 
@@ -68,7 +73,10 @@ describe("pnpm serve with DATABASE_URL", () => {
     });
     expect(sent.status).toBe(202);
     const later = await waitForTurns(second.base, id, token, 2);
-    expect(later.messages.filter((m) => m.role === "user").map((m) => m.text)).toEqual(["look up order 1001", "look up order 1003"]);
+    expect(later.messages.filter((m) => m.role === "user").map((m) => m.text)).toEqual([
+      "look up order 1001",
+      "look up order 1003",
+    ]);
     expect(later.lastEventSeq).toBeGreaterThan(answered.lastEventSeq);
     expect((await second.child.kill("SIGTERM")).code).toBe(0);
   });

@@ -12,7 +12,14 @@ const serverMain = fileURLToPath(new URL("../dist/server-main.js", import.meta.u
 function startServer(framework: string) {
   const child = spawn(process.execPath, [serverMain], {
     // The memory store: this test is about the framework, and leaves no file behind.
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ORDER_SUPPORT_MODEL: "demo", ORDER_SUPPORT_FRAMEWORK: framework, ORDER_SUPPORT_STORE: "memory" },
+    env: {
+      ...process.env,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      ORDER_SUPPORT_MODEL: "demo",
+      ORDER_SUPPORT_FRAMEWORK: framework,
+      ORDER_SUPPORT_STORE: "memory",
+    },
   });
   let output = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
@@ -49,9 +56,14 @@ describe("pnpm serve with ORDER_SUPPORT_FRAMEWORK", () => {
         body: JSON.stringify({ message: "cancel order 1002" }),
       });
       expect(started.status).toBe(201);
-      const { session_id: id, session_token: token } = (await started.json()) as { session_id: string; session_token: string };
+      const { session_id: id, session_token: token } = (await started.json()) as {
+        session_id: string;
+        session_token: string;
+      };
       const snapshot = async () =>
-        (await (await fetch(`${base}/sessions/${id}/snapshot`, { headers: { "x-session-token": token } })).json()) as SessionSnapshot;
+        (await (
+          await fetch(`${base}/sessions/${id}/snapshot`, { headers: { "x-session-token": token } })
+        ).json()) as SessionSnapshot;
       let current = await snapshot();
       for (let i = 0; i < 500 && current.pendingInterrupts.length === 0; i++) {
         await new Promise((resolve) => setTimeout(resolve, 20));
@@ -68,7 +80,9 @@ describe("pnpm serve with ORDER_SUPPORT_FRAMEWORK", () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
         current = await snapshot();
       }
-      expect(current.messages.at(-1)?.text).toBe("I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).");
+      expect(current.messages.at(-1)?.text).toBe(
+        "I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).",
+      );
       server.child.kill("SIGTERM");
       expect(await server.exited).toBe(0);
     } finally {

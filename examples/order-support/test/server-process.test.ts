@@ -21,7 +21,14 @@ const db = temp.file("server.db");
 
 beforeAll(async () => {
   child = spawn(process.execPath, [serverMain], {
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ORDER_SUPPORT_SESSION_KEY: sessionKey, ORDER_SUPPORT_MODEL: "demo", ORDER_SUPPORT_DB: db },
+    env: {
+      ...process.env,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      ORDER_SUPPORT_SESSION_KEY: sessionKey,
+      ORDER_SUPPORT_MODEL: "demo",
+      ORDER_SUPPORT_DB: db,
+    },
   });
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
@@ -73,7 +80,10 @@ describe("pnpm serve (server-main) as a child process", () => {
       body: JSON.stringify({ message: "Please cancel order 1002" }),
     });
     expect(started.status).toBe(201);
-    const { session_id: id, session_token: token } = (await started.json()) as { session_id: string; session_token: string };
+    const { session_id: id, session_token: token } = (await started.json()) as {
+      session_id: string;
+      session_token: string;
+    };
     expect(token).toBe(createHmac("sha256", sessionKey).update(id).digest("base64url"));
 
     const waiting = await until(id, token, (s) => s.pendingInterrupts.length > 0);
@@ -85,7 +95,9 @@ describe("pnpm serve (server-main) as a child process", () => {
     });
     expect(approved.status).toBe(202);
     const done = await until(id, token, (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant");
-    expect(done.messages.at(-1)?.text).toBe("I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).");
+    expect(done.messages.at(-1)?.text).toBe(
+      "I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).",
+    );
 
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     child.kill("SIGTERM");

@@ -37,7 +37,8 @@ async function readUntil(stream: SseConnection, until: SessionEvent["type"], cou
   for (let found = 0; ; ) {
     // A guard against a hang, not a measurement.
     const message = await stream.next(30_000);
-    if (message === null) throw new Error(`the stream ended before ${until}: ${JSON.stringify(read.map((m) => m.event))}`);
+    if (message === null)
+      throw new Error(`the stream ended before ${until}: ${JSON.stringify(read.map((m) => m.event))}`);
     read.push(message);
     if (message.event === until && ++found === count) return read;
   }
@@ -71,7 +72,8 @@ describe("pnpm serve restarted on the same ORDER_SUPPORT_DB", () => {
     });
     expect(sent.status).toBe(202);
     seen.push(...(await readUntil(before, "interrupt_created")));
-    const interruptId = (JSON.parse(seen.at(-1)!.data) as Extract<SessionEvent, { type: "interrupt_created" }>).data.interrupt.interruptId;
+    const interruptId = (JSON.parse(seen.at(-1)!.data) as Extract<SessionEvent, { type: "interrupt_created" }>).data
+      .interrupt.interruptId;
 
     // Killed with the stream open and the approval pending.
     expect((await first.child.kill("SIGKILL")).signal).toBe("SIGKILL");
@@ -86,7 +88,10 @@ describe("pnpm serve restarted on the same ORDER_SUPPORT_DB", () => {
     expect(waiting.lastEventSeq).toBe(Number(seen.at(-1)!.id));
 
     // The stream resumes after the last event the client saw; the approval goes through.
-    const after = await SseConnection.open(`${second.base}/sessions/${id}/events`, { "x-session-token": token, "last-event-id": seen.at(-1)!.id! });
+    const after = await SseConnection.open(`${second.base}/sessions/${id}/events`, {
+      "x-session-token": token,
+      "last-event-id": seen.at(-1)!.id!,
+    });
     const approved = await fetch(`${second.base}/sessions/${id}/interrupts/${interruptId}/approve`, {
       method: "POST",
       headers: { "x-session-token": token },
@@ -106,7 +111,9 @@ describe("pnpm serve restarted on the same ORDER_SUPPORT_DB", () => {
 
     // The answer, and one cancellation at the desk; a second approval is refused.
     const done = await snapshot(second.base, id, token);
-    expect(done.messages.at(-1)?.text).toBe("I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).");
+    expect(done.messages.at(-1)?.text).toBe(
+      "I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).",
+    );
     expect(deskCalls(db)).toEqual(["1002 cancelled"]);
     const again = await fetch(`${second.base}/sessions/${id}/interrupts/${interruptId}/approve`, {
       method: "POST",
@@ -133,7 +140,12 @@ describe("pnpm serve restarted on the same ORDER_SUPPORT_DB", () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toBe('ORDER_SUPPORT_STORE must be one of sqlite, memory, postgres, not "redis"\n');
 
-    const postgres = await runToEnd(serverScript, [], { PORT: "0", ORDER_SUPPORT_DB: db, ORDER_SUPPORT_STORE: "postgres", DATABASE_URL: "" });
+    const postgres = await runToEnd(serverScript, [], {
+      PORT: "0",
+      ORDER_SUPPORT_DB: db,
+      ORDER_SUPPORT_STORE: "postgres",
+      DATABASE_URL: "",
+    });
     expect(postgres.code).toBe(1);
     expect(postgres.stderr).toBe("ORDER_SUPPORT_STORE=postgres needs DATABASE_URL, the PostgreSQL connection string\n");
 
@@ -145,7 +157,9 @@ describe("pnpm serve restarted on the same ORDER_SUPPORT_DB", () => {
     const bytes = readFileSync(db);
     const foreign = await runToEnd(serverScript, [], { PORT: "0", ORDER_SUPPORT_DB: db });
     expect(foreign.code).toBe(1);
-    expect(foreign.stderr).toMatch(/^".*server\.db" is a SQLite database of another program \(application_id 0, 1 schema objects\); it was left untouched\n$/);
+    expect(foreign.stderr).toMatch(
+      /^".*server\.db" is a SQLite database of another program \(application_id 0, 1 schema objects\); it was left untouched\n$/,
+    );
     expect(readFileSync(db).equals(bytes)).toBe(true);
   });
 });

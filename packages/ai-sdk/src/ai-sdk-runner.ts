@@ -66,7 +66,8 @@ export interface AiSdkRunnerOptions {
 }
 
 const isProviderExecuted = (tool: Tool): boolean =>
-  (tool as { type?: string }).type === "provider" && (tool as { isProviderExecuted?: boolean }).isProviderExecuted === true;
+  (tool as { type?: string }).type === "provider" &&
+  (tool as { isProviderExecuted?: boolean }).isProviderExecuted === true;
 
 /** Accepts every JSON value, so that the SDK hands invalid arguments over verbatim (callTool judges them). */
 const passThroughSchema = (tool: Tool) =>
@@ -89,7 +90,9 @@ const historyItem = (message: ModelMessage): HistoryItem => {
 };
 
 const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
-  typeof value === "object" && value !== null && typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function";
+  typeof value === "object" &&
+  value !== null &&
+  typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function";
 
 export class AiSdkRunner implements Runner {
   readonly #options: AiSdkRunnerOptions;
@@ -171,7 +174,8 @@ export class AiSdkRunner implements Runner {
 
     for await (const part of result.stream) {
       if (part.type === "text-delta" && part.text.length > 0) input.emit({ kind: "text", text: part.text });
-      else if (part.type === "reasoning-delta" && part.text.length > 0) input.emit({ kind: "reasoning", text: part.text });
+      else if (part.type === "reasoning-delta" && part.text.length > 0)
+        input.emit({ kind: "reasoning", text: part.text });
       else if (part.type === "error") throw part.error;
       else if (part.type === "abort") throw input.signal.reason ?? new Error("the model call was aborted");
     }
@@ -180,9 +184,12 @@ export class AiSdkRunner implements Runner {
     const step = await result.finalStep;
     const usage = toUsage(step.usage);
     // The SDK adds tool messages of its own for calls it could not parse; the engine reports those outcomes.
-    const response = (await result.responseMessages).filter((message) => message.role === "assistant") as ModelMessage[];
+    const response = (await result.responseMessages).filter(
+      (message) => message.role === "assistant",
+    ) as ModelMessage[];
     const calls = step.content.filter(
-      (part): part is Extract<typeof part, { type: "tool-call" }> => part.type === "tool-call" && !part.providerExecuted,
+      (part): part is Extract<typeof part, { type: "tool-call" }> =>
+        part.type === "tool-call" && !part.providerExecuted,
     );
 
     if (calls.length === 0) {
@@ -251,7 +258,10 @@ export class AiSdkRunner implements Runner {
   #stateOf(input: RunModelInput): AiSdkRunState {
     if (input.runState === null) {
       if (input.outcomes.length > 0) {
-        throw new ContractViolationError("engine", "outcomes were given without the run state of the step that asked for them");
+        throw new ContractViolationError(
+          "engine",
+          "outcomes were given without the run state of the step that asked for them",
+        );
       }
       return { messages: [], pending: [] };
     }

@@ -32,7 +32,9 @@ export function displayMessage(message: ModelMessage): DisplayItem {
           name: String(part.toolName),
           arguments: jsonText(part.input),
         }));
-      return toolCalls.length > 0 ? { role: "assistant", text: textOf(parts), toolCalls } : { role: "assistant", text: textOf(parts) };
+      return toolCalls.length > 0
+        ? { role: "assistant", text: textOf(parts), toolCalls }
+        : { role: "assistant", text: textOf(parts) };
     }
     case "tool": {
       const results = parts.filter((part) => part.type === "tool-result");

@@ -35,7 +35,9 @@ export const runStateCodec = {
     try {
       value = JSON.parse(text);
     } catch (error) {
-      throw new StoredStateError(RUN_STATE_FORMAT, "malformed", undefined, "the AI SDK run state is not JSON", { cause: error });
+      throw new StoredStateError(RUN_STATE_FORMAT, "malformed", undefined, "the AI SDK run state is not JSON", {
+        cause: error,
+      });
     }
     const version = typeof value === "object" && value !== null ? (value as { version?: unknown }).version : undefined;
     if (!(supportedRunStateVersions as readonly unknown[]).includes(version)) {
@@ -52,9 +54,15 @@ export const runStateCodec = {
     const parsed = RunStateSchema.safeParse(value);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`);
-      throw new StoredStateError(RUN_STATE_FORMAT, "malformed", version, `the AI SDK run state is damaged: ${issues.join("; ")}`, {
-        cause: parsed.error,
-      });
+      throw new StoredStateError(
+        RUN_STATE_FORMAT,
+        "malformed",
+        version,
+        `the AI SDK run state is damaged: ${issues.join("; ")}`,
+        {
+          cause: parsed.error,
+        },
+      );
     }
     return { messages: parsed.data.messages as unknown as ModelMessage[], pending: parsed.data.pending };
   },

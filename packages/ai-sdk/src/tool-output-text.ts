@@ -16,7 +16,12 @@ export function toolOutputText(output: unknown): string {
     case "execution-denied":
       return typeof result.reason === "string" ? result.reason : "The tool call was denied.";
     case "content":
-      return Array.isArray(result.value) ? (result.value as Part[]).filter((part) => part.type === "text" && typeof part.text === "string").map((part) => part.text as string).join("") : "";
+      return Array.isArray(result.value)
+        ? (result.value as Part[])
+            .filter((part) => part.type === "text" && typeof part.text === "string")
+            .map((part) => part.text as string)
+            .join("")
+        : "";
     default:
       return "";
   }

@@ -1,7 +1,9 @@
 /** Validates a call's arguments against an AI SDK tool's own input schema. */
 import { asSchema, type Tool } from "ai";
 
-export type ToolInputValidation = { readonly success: true; readonly value: unknown } | { readonly success: false; readonly message: string };
+export type ToolInputValidation =
+  | { readonly success: true; readonly value: unknown }
+  | { readonly success: false; readonly message: string };
 
 function describeError(error: unknown): string {
   // zod reports `issues` on the error itself; other validators may wrap it as the cause.

@@ -32,7 +32,8 @@ async function approvals(options: Partial<AiSdkRunnerOptions>, script: string) {
   return { tools: runner.tools(), calls: result.calls.map((call) => [call.name, call.needsApproval]) };
 }
 
-const script = 'call pay {"amount":500}\ncall refund {"amount":5}\ncall refund {"amount":500}\ncall notify {"amount":1}';
+const script =
+  'call pay {"amount":500}\ncall refund {"amount":5}\ncall refund {"amount":500}\ncall notify {"amount":1}';
 
 describe("the SDK's toolApproval configuration", () => {
   it("takes precedence over the tools' own flags, per tool", async () => {
@@ -69,7 +70,10 @@ describe("the SDK's toolApproval configuration", () => {
 
   it("asks a generic approval function about every call", async () => {
     const result = await approvals(
-      { toolApproval: ({ toolCall }) => ((toolCall.input as { amount: number }).amount >= 500 ? "user-approval" : undefined) },
+      {
+        toolApproval: ({ toolCall }) =>
+          (toolCall.input as { amount: number }).amount >= 500 ? "user-approval" : undefined,
+      },
       script,
     );
     expect(result.tools.every((description) => description.approval === "per_call")).toBe(true);

@@ -11,6 +11,9 @@ const makeRunner = (tools: Parameters<typeof conformanceRunner>[0]) => {
   return runner;
 };
 
-runnerConformance({ describe, it }, { makeRunner, modelCalls: () => models.reduce((sum, model) => sum + model.calls, 0) });
+runnerConformance(
+  { describe, it },
+  { makeRunner, modelCalls: () => models.reduce((sum, model) => sum + model.calls, 0) },
+);
 
 sessionConformance({ describe, it, afterEach }, { makeRunner, makeStore: async () => ({ store: new MemoryStore() }) });

@@ -53,11 +53,14 @@ describe("an AI SDK agent as a durable session", () => {
     const { client, refunds } = setup();
     const { sessionId } = await client.startSession({
       agent: "support",
-      message: 'call look_up_order {"orderId":"1001"}\nthen\ncall refund_order {"orderId":"1001","amount":20}\ncall refund_order {"orderId":"1001","amount":500}',
+      message:
+        'call look_up_order {"orderId":"1001"}\nthen\ncall refund_order {"orderId":"1001","amount":20}\ncall refund_order {"orderId":"1001","amount":500}',
     });
     const waiting = await client.waitUntilIdle(sessionId, { timeoutMs: 10_000 });
     expect(waiting.status).toBe("awaiting_approval");
-    expect(waiting.pendingInterrupts.map((interrupt) => interrupt.arguments)).toEqual(['{"orderId":"1001","amount":500}']);
+    expect(waiting.pendingInterrupts.map((interrupt) => interrupt.arguments)).toEqual([
+      '{"orderId":"1001","amount":500}',
+    ]);
     // The small refund needed no one and may already have run; the large one has not.
     expect(refunds.map((refund) => refund.amount)).not.toContain(500);
 
@@ -74,11 +77,23 @@ describe("an AI SDK agent as a durable session", () => {
 
   it("stores the turn as SDK model messages and replays them on the next turn", async () => {
     const { client, store, model } = setup();
-    const { sessionId } = await client.startSession({ agent: "support", message: 'call look_up_order {"orderId":"7"}' });
+    const { sessionId } = await client.startSession({
+      agent: "support",
+      message: 'call look_up_order {"orderId":"7"}',
+    });
     await client.waitUntilIdle(sessionId, { timeoutMs: 10_000 });
     await client.sendMessage(sessionId, "thanks");
-    const done = await client.waitFor(sessionId, (snapshot) => snapshot.turnCount === 2 && snapshot.status === "idle", { timeoutMs: 10_000 });
-    expect(done.messages.map((message) => message.role)).toEqual(["user", "assistant", "tool", "assistant", "user", "assistant"]);
+    const done = await client.waitFor(sessionId, (snapshot) => snapshot.turnCount === 2 && snapshot.status === "idle", {
+      timeoutMs: 10_000,
+    });
+    expect(done.messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
     expect(done.messages.at(-1)?.text).toBe("You said: thanks");
 
     const stored = (await memoryRawReader(store).history(sessionId)) as HistoryItem[];
@@ -86,6 +101,13 @@ describe("an AI SDK agent as a durable session", () => {
     expect(roles).toEqual(["user", "assistant", "tool", "assistant", "user", "assistant"]);
     // The second turn's model call saw the first turn's messages as stored.
     const lastPrompt = model.doStreamCalls.at(-1)!.prompt;
-    expect(lastPrompt.map((message) => message.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
+    expect(lastPrompt.map((message) => message.role)).toEqual([
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+    ]);
   });
 });

@@ -30,7 +30,13 @@ function resume(runState: string) {
     }),
   };
   const runner = new AiSdkRunner({ model: new ScriptedLanguageModel(), tools });
-  const outcomes = fixture.calls.map((call) => ({ toolCallId: call.toolCallId, name: call.name, status: "succeeded" as const, text: '{"sum":3}', output: '{"sum":3}' }));
+  const outcomes = fixture.calls.map((call) => ({
+    toolCallId: call.toolCallId,
+    name: call.name,
+    status: "succeeded" as const,
+    text: '{"sum":3}',
+    output: '{"sum":3}',
+  }));
   const result = runner.runModel({
     sessionId: "s",
     turnId: "t",
@@ -59,6 +65,11 @@ describe("the stored AI SDK run state of version 1", () => {
     const newer = JSON.stringify({ ...JSON.parse(fixture.runState), version: 2 });
     const error = await resume(newer).result.catch((e: unknown) => e);
     expect(StoredStateError.isInstance(error)).toBe(true);
-    expect(error).toMatchObject({ code: "stored_state", format: "ai_sdk_run_state", reason: "unknown_version", version: 2 });
+    expect(error).toMatchObject({
+      code: "stored_state",
+      format: "ai_sdk_run_state",
+      reason: "unknown_version",
+      version: 2,
+    });
   });
 });

@@ -1,4 +1,10 @@
-import { ContractViolationError, DurableAgentsError, StoredStateError, ToolExecutionError, currentToolCall } from "@durable-agents/core";
+import {
+  ContractViolationError,
+  DurableAgentsError,
+  StoredStateError,
+  ToolExecutionError,
+  currentToolCall,
+} from "@durable-agents/core";
 import type { RunModelInput, RunModelResult } from "@durable-agents/core/engine";
 import { tool, type ModelMessage } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
@@ -129,8 +135,8 @@ describe("AiSdkRunner.runModel", () => {
     expect(step.calls.map((call) => call.arguments)).toEqual(['{"a":"one"}', "not-json"]);
     const turn = await driveTurn(runner, [], 'call add {"a":"one"}\ncall echo not-json');
     expect(runs).toEqual([]);
-    expect(turn.final.text).toContain("add -> failed: invalid arguments for \"add\"");
-    expect(turn.final.text).toContain("echo -> failed: the arguments of \"echo\" are not valid JSON");
+    expect(turn.final.text).toContain('add -> failed: invalid arguments for "add"');
+    expect(turn.final.text).toContain('echo -> failed: the arguments of "echo" are not valid JSON');
   });
 
   it("honours the SDK's needsApproval flag: boolean, per call, and absent", async () => {
@@ -160,7 +166,8 @@ describe("AiSdkRunner.runModel", () => {
 
   it("hands every outcome back to the model as a tool result it can read", async () => {
     const { runner, model, runs } = makeAgent();
-    const script = 'call echo {"text":"one"}\ncall refund {"order":"A-1"}\ncall transfer {"amount":500}\ncall explode {"kind":"model"}';
+    const script =
+      'call echo {"text":"one"}\ncall refund {"order":"A-1"}\ncall transfer {"amount":500}\ncall explode {"kind":"model"}';
     const turn = await driveTurn(runner, [], script, (call) =>
       call.name === "refund"
         ? { status: "rejected", text: "A person rejected this tool call: not today" }
@@ -176,7 +183,9 @@ describe("AiSdkRunner.runModel", () => {
     // What the provider saw: one tool message per call, in model order, with the SDK's own output kinds.
     const prompt = model.doStreamCalls.at(-1)!.prompt;
     const results = prompt.filter((message) => message.role === "tool").flatMap((message) => message.content);
-    expect(results.map((part) => (part.type === "tool-result" ? [part.toolName, part.output.type] : part.type))).toEqual([
+    expect(
+      results.map((part) => (part.type === "tool-result" ? [part.toolName, part.output.type] : part.type)),
+    ).toEqual([
       ["echo", "text"],
       ["refund", "execution-denied"],
       ["transfer", "error-text"],
@@ -193,7 +202,12 @@ describe("AiSdkRunner.runModel", () => {
     expect(text.length).toBeGreaterThan(1);
     expect(text.map((delta) => delta.text).join("")).toBe(result.kind === "final" ? result.text : "");
     expect(result.kind === "final" && result.text).toBe("You said: Hello there, durable world");
-    expect(deltas.filter((delta) => delta.kind === "reasoning").map((delta) => delta.text).join("")).toMatch(/^Turn message of 26 characters/);
+    expect(
+      deltas
+        .filter((delta) => delta.kind === "reasoning")
+        .map((delta) => delta.text)
+        .join(""),
+    ).toMatch(/^Turn message of 26 characters/);
   });
 
   it("reports the usage of its own step only", async () => {
@@ -225,12 +239,27 @@ describe("AiSdkRunner.runModel", () => {
     ]);
     expect((stored[1]!.item as ModelMessage).role).toBe("assistant");
 
-    const second = await driveTurn(runner, [...stored, runner.userItem("turn_failure_note", "[previous turn failed] it broke")], "what now?");
+    const second = await driveTurn(
+      runner,
+      [...stored, runner.userItem("turn_failure_note", "[previous turn failed] it broke")],
+      "what now?",
+    );
     expect(second.final.text).toBe("(noted 1 failed turn(s)) You said: what now?");
     const prompt = model.doStreamCalls.at(-1)!.prompt;
-    expect(prompt.map((message) => message.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user", "user"]);
+    expect(prompt.map((message) => message.role)).toEqual([
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+      "user",
+    ]);
     expect(second.history.at(-3)!.display).toEqual({ role: "note", text: "[previous turn failed] it broke" });
-    expect(second.history.at(-1)!.display).toEqual({ role: "assistant", text: "(noted 1 failed turn(s)) You said: what now?" });
+    expect(second.history.at(-1)!.display).toEqual({
+      role: "assistant",
+      text: "(noted 1 failed turn(s)) You said: what now?",
+    });
   });
 
   it("refuses a damaged or newer run state (stored state) and outcomes that do not match the calls (the engine's contract)", async () => {
@@ -247,11 +276,22 @@ describe("AiSdkRunner.runModel", () => {
     };
     const calls = model.calls;
     const stored = (reason: string, version: unknown) => (error: unknown) =>
-      StoredStateError.isInstance(error) && error.format === "ai_sdk_run_state" && error.reason === reason && error.version === version;
-    await expect(runner.runModel({ ...base, runState: "{not json", outcomes: [] })).rejects.toSatisfy(stored("malformed", undefined));
-    await expect(runner.runModel({ ...base, runState: '{"version":9}', outcomes: [] })).rejects.toSatisfy(stored("unknown_version", 9));
-    await expect(runner.runModel({ ...base, runState: '{"version":1}', outcomes: [] })).rejects.toSatisfy(stored("malformed", 1));
-    await expect(runner.runModel({ ...base, runState: step.runState, outcomes: [] })).rejects.toSatisfy(ContractViolationError.isInstance);
+      StoredStateError.isInstance(error) &&
+      error.format === "ai_sdk_run_state" &&
+      error.reason === reason &&
+      error.version === version;
+    await expect(runner.runModel({ ...base, runState: "{not json", outcomes: [] })).rejects.toSatisfy(
+      stored("malformed", undefined),
+    );
+    await expect(runner.runModel({ ...base, runState: '{"version":9}', outcomes: [] })).rejects.toSatisfy(
+      stored("unknown_version", 9),
+    );
+    await expect(runner.runModel({ ...base, runState: '{"version":1}', outcomes: [] })).rejects.toSatisfy(
+      stored("malformed", 1),
+    );
+    await expect(runner.runModel({ ...base, runState: step.runState, outcomes: [] })).rejects.toSatisfy(
+      ContractViolationError.isInstance,
+    );
     await expect(
       runner.runModel({
         ...base,
@@ -296,8 +336,14 @@ describe("AiSdkRunner.runModel", () => {
 describe("AiSdkRunner.callTool", () => {
   it("runs the tool once and returns text, or JSON of an object output", async () => {
     const { runner, runs } = makeAgent();
-    expect(await runner.callTool(callInput("echo", '{"text":"hello"}'))).toEqual({ status: "succeeded", output: "hello" });
-    expect(await runner.callTool(callInput("add", '{"a":1,"b":2}'))).toEqual({ status: "succeeded", output: '{"sum":3}' });
+    expect(await runner.callTool(callInput("echo", '{"text":"hello"}'))).toEqual({
+      status: "succeeded",
+      output: "hello",
+    });
+    expect(await runner.callTool(callInput("add", '{"a":1,"b":2}'))).toEqual({
+      status: "succeeded",
+      output: '{"sum":3}',
+    });
     expect(runs.map((run) => run.name)).toEqual(["echo", "add"]);
   });
 

@@ -1,4 +1,10 @@
-import { ConfigurationError, DurableAgentsError, InvalidInputError, PolicyError, defaultModelRetry } from "@durable-agents/core";
+import {
+  ConfigurationError,
+  DurableAgentsError,
+  InvalidInputError,
+  PolicyError,
+  defaultModelRetry,
+} from "@durable-agents/core";
 import { tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -43,11 +49,23 @@ describe("aiSdkSession", () => {
 
   it("refuses a policy that names no tool", () => {
     expect(() =>
-      aiSdkSession({ name: "support", model: new ScriptedLanguageModel(), tools, policies: { lookpu: { effect: "read" } } }),
-    ).toThrowError(expect.objectContaining({ code: "configuration", message: expect.stringContaining('"lookpu" names no tool') }));
+      aiSdkSession({
+        name: "support",
+        model: new ScriptedLanguageModel(),
+        tools,
+        policies: { lookpu: { effect: "read" } },
+      }),
+    ).toThrowError(
+      expect.objectContaining({ code: "configuration", message: expect.stringContaining('"lookpu" names no tool') }),
+    );
     let caught: unknown;
     try {
-      aiSdkSession({ name: "support", model: new ScriptedLanguageModel(), tools, policies: { lookpu: { effect: "read" } } });
+      aiSdkSession({
+        name: "support",
+        model: new ScriptedLanguageModel(),
+        tools,
+        policies: { lookpu: { effect: "read" } },
+      });
     } catch (error) {
       caught = error;
     }
@@ -57,7 +75,9 @@ describe("aiSdkSession", () => {
   });
 
   it("refuses a tool without execute, which a durable session could never run", () => {
-    const clientSide = { ask: tool({ description: "Asks the user", inputSchema: z.object({ q: z.string() }), outputSchema: z.string() }) };
+    const clientSide = {
+      ask: tool({ description: "Asks the user", inputSchema: z.object({ q: z.string() }), outputSchema: z.string() }),
+    };
     let caught: unknown;
     try {
       aiSdkSession({ name: "support", model: new ScriptedLanguageModel(), tools: { ...tools, ...clientSide } });
@@ -97,7 +117,10 @@ describe("aiSdkSession", () => {
 
   it("builds user items and failure notes as SDK user messages", () => {
     const runner = definitionOf().runner;
-    expect(runner.userItem("message", "hi")).toEqual({ item: { role: "user", content: "hi" }, display: { role: "user", text: "hi" } });
+    expect(runner.userItem("message", "hi")).toEqual({
+      item: { role: "user", content: "hi" },
+      display: { role: "user", text: "hi" },
+    });
     expect(runner.userItem("turn_failure_note", "[previous turn failed] x")).toEqual({
       item: { role: "user", content: "[previous turn failed] x" },
       display: { role: "note", text: "[previous turn failed] x" },

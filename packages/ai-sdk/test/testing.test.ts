@@ -5,7 +5,6 @@ import { ScriptedLanguageModel, conformanceRunner } from "../src/testing/index.j
 import { driveTurn } from "./support/turn-driver.js";
 import { callInput } from "./support/call-input.js";
 
-
 describe("ScriptedLanguageModel", () => {
   it("derives the same answer from the same prompt, streamed or not, and counts its calls", async () => {
     const model = new ScriptedLanguageModel();
@@ -41,11 +40,23 @@ describe("ScriptedLanguageModel", () => {
         user,
         {
           role: "assistant",
-          content: first.toolCalls.map((call) => ({ type: "tool-call" as const, toolCallId: call.toolCallId, toolName: call.toolName, input: call.input })),
+          content: first.toolCalls.map((call) => ({
+            type: "tool-call" as const,
+            toolCallId: call.toolCallId,
+            toolName: call.toolName,
+            input: call.input,
+          })),
         },
         ...first.toolCalls.map((call) => ({
           role: "tool" as const,
-          content: [{ type: "tool-result" as const, toolCallId: call.toolCallId, toolName: call.toolName, output: { type: "text" as const, value: `${call.toolName} ok` } }],
+          content: [
+            {
+              type: "tool-result" as const,
+              toolCallId: call.toolCallId,
+              toolName: call.toolName,
+              output: { type: "text" as const, value: `${call.toolName} ok` },
+            },
+          ],
         })),
       ],
     });
@@ -89,7 +100,10 @@ describe("conformanceRunner", () => {
     const missing = await runner.callTool(callInput("charge", '{"amount":10}'));
     expect(missing.status).toBe("failed");
     expect(runs).toEqual([]);
-    expect(await runner.callTool(callInput("charge", '{"card":"4242","amount":10}'))).toEqual({ status: "succeeded", output: "charged 10" });
+    expect(await runner.callTool(callInput("charge", '{"card":"4242","amount":10}'))).toEqual({
+      status: "succeeded",
+      output: "charged 10",
+    });
     await expect(runner.callTool(callInput("flaky", "{}"))).rejects.toThrow("flaky failed");
     expect(runs).toEqual(["charge 4242 10", "flaky"]);
 

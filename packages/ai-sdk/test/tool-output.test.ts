@@ -6,12 +6,15 @@ import { AiSdkRunner, aiSdkSession } from "../src/index.js";
 import { ScriptedLanguageModel } from "../src/testing/index.js";
 import { callInput as call } from "./support/call-input.js";
 
-
 const empty = z.object({});
 
 describe("tool outputs as the model will read them", () => {
   const tools = {
-    nothing: tool({ description: "Returns nothing", inputSchema: empty, execute: async (): Promise<undefined> => undefined }),
+    nothing: tool({
+      description: "Returns nothing",
+      inputSchema: empty,
+      execute: async (): Promise<undefined> => undefined,
+    }),
     progress: tool({
       description: "Streams preliminary results",
       inputSchema: empty,
@@ -48,7 +51,10 @@ describe("tool outputs as the model will read them", () => {
   });
 
   it("applies the tool's toModelOutput when it gives text or content", async () => {
-    expect(await runner.callTool(call("shaped", '{"n":7}'))).toEqual({ status: "succeeded", output: "7 squared is 49" });
+    expect(await runner.callTool(call("shaped", '{"n":7}'))).toEqual({
+      status: "succeeded",
+      output: "7 squared is 49",
+    });
     expect(await runner.callTool(call("content"))).toEqual({ status: "succeeded", output: "first second" });
   });
 });
@@ -61,14 +67,23 @@ describe("provider-executed tools", () => {
     isProviderExecuted: true,
     inputSchema: z.object({ query: z.string() }),
   } as unknown as ToolSet[string];
-  const lookup = tool({ description: "Looks up", inputSchema: z.object({ id: z.string() }), execute: async ({ id }) => id });
+  const lookup = tool({
+    description: "Looks up",
+    inputSchema: z.object({ id: z.string() }),
+    execute: async ({ id }) => id,
+  });
 
   it("are not durable steps: not listed, and a policy for one is refused", () => {
     const runner = new AiSdkRunner({ model: new ScriptedLanguageModel(), tools: { search, lookup } });
     expect(runner.tools()).toEqual([{ name: "lookup", approval: "never" }]);
     let caught: unknown;
     try {
-      aiSdkSession({ name: "a", model: new ScriptedLanguageModel(), tools: { search, lookup }, policies: { search: { effect: "read" } } });
+      aiSdkSession({
+        name: "a",
+        model: new ScriptedLanguageModel(),
+        tools: { search, lookup },
+        policies: { search: { effect: "read" } },
+      });
     } catch (error) {
       caught = error;
     }

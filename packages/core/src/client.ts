@@ -53,9 +53,15 @@ export class SessionClient {
   }
 
   /** Creates a session, optionally with its first message. Throws `SessionStateError` if the ID is taken. */
-  async startSession(input: { agent: string; sessionId?: string; message?: string; messageId?: string }): Promise<{ sessionId: string }> {
+  async startSession(input: {
+    agent: string;
+    sessionId?: string;
+    message?: string;
+    messageId?: string;
+  }): Promise<{ sessionId: string }> {
     if (typeof input !== "object" || input === null) throw new InvalidInputError("startSession needs an object");
-    if (typeof input.agent !== "string" || input.agent.length === 0) throw new InvalidInputError("agent must be a non-empty string");
+    if (typeof input.agent !== "string" || input.agent.length === 0)
+      throw new InvalidInputError("agent must be a non-empty string");
     if (this.agents && !this.agents.has(input.agent)) throw new UnknownAgentError(input.agent);
     const sessionId = input.sessionId ?? randomUUID();
     checkSessionId(sessionId);
@@ -66,7 +72,12 @@ export class SessionClient {
       head,
       events: [{ type: "session_created", data: { agent: input.agent } }],
       ...(input.message !== undefined
-        ? { inbox: { entry: { kind: "message", text: input.message, messageId }, dedupeKey: messageDedupeKey(messageId) } }
+        ? {
+            inbox: {
+              entry: { kind: "message", text: input.message, messageId },
+              dedupeKey: messageDedupeKey(messageId),
+            },
+          }
         : {}),
     });
     return { sessionId };
@@ -106,8 +117,13 @@ export class SessionClient {
     if (!pending) {
       // A decision for an interrupt of this or an earlier turn is in the inbox: it was resolved already.
       const decided =
-        (stored.head.turn?.calls.some((call) => call.interruptId === input.interruptId && call.status !== "awaiting_approval") ?? false) ||
-        (await this.store.readInbox(sessionId, 0)).some((e) => e.kind === "resolution" && e.interruptId === input.interruptId);
+        (stored.head.turn?.calls.some(
+          (call) => call.interruptId === input.interruptId && call.status !== "awaiting_approval",
+        ) ??
+          false) ||
+        (await this.store.readInbox(sessionId, 0)).some(
+          (e) => e.kind === "resolution" && e.interruptId === input.interruptId,
+        );
       if (decided) throw new DuplicateResolutionError(sessionId, input.interruptId);
       throw new InterruptNotFoundError(sessionId, input.interruptId);
     }
@@ -158,13 +174,17 @@ export class SessionClient {
     const after = options.after ?? 0;
     const limit = options.limit ?? 1000;
     if (!Number.isInteger(after) || after < 0) throw new InvalidInputError("after must be a non-negative integer");
-    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new InvalidInputError("limit must be an integer from 1 to 10,000");
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
+      throw new InvalidInputError("limit must be an integer from 1 to 10,000");
     await this.load(sessionId);
     return this.store.readEvents(sessionId, after, limit);
   }
 
   /** Every event after `after`, then new ones as they arrive, until `signal` aborts. */
-  async *followEvents(sessionId: string, options: { after?: number; signal?: AbortSignal } = {}): AsyncGenerator<SessionEvent> {
+  async *followEvents(
+    sessionId: string,
+    options: { after?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<SessionEvent> {
     let after = options.after ?? 0;
     const signal = options.signal;
     await this.readEvents(sessionId, { after, limit: 1 });
@@ -262,11 +282,16 @@ export class SessionClient {
   private checkText(what: string, text: unknown): asserts text is string {
     if (typeof text !== "string") throw new InvalidInputError(`${what} must be a string`);
     if (text.trim().length === 0) throw new InvalidInputError(`${what} must not be empty`);
-    if (text.length > this.limits.maxMessageChars) throw new InputTooLargeError(what, text.length, this.limits.maxMessageChars);
+    if (text.length > this.limits.maxMessageChars)
+      throw new InputTooLargeError(what, text.length, this.limits.maxMessageChars);
   }
 
   /** Resolves on the session's next event notification, or after `ms`. */
-  private waitForEvents(sessionId: string, ms: number, signal?: AbortSignal): { promise: Promise<void>; cancel: () => void } {
+  private waitForEvents(
+    sessionId: string,
+    ms: number,
+    signal?: AbortSignal,
+  ): { promise: Promise<void>; cancel: () => void } {
     let cancel = () => {};
     const promise = new Promise<void>((resolve) => {
       const finish = () => {

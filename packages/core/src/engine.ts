@@ -27,7 +27,12 @@ export {
 export { backoffDelay, machineConfig } from "./definition.js";
 export { resolveCallPolicy, validatePolicies, type ToolDescription } from "./policy.js";
 export { runInToolCall, runOutsideToolCall } from "./tool-context.js";
-export { defaultRejectionMessage, describeOutcome, describeTurnFailure, TURN_FAILURE_NOTE_PREFIX } from "./outcome-text.js";
+export {
+  defaultRejectionMessage,
+  describeOutcome,
+  describeTurnFailure,
+  TURN_FAILURE_NOTE_PREFIX,
+} from "./outcome-text.js";
 export { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
 export { driveSession, type DriveEnd, type DriveOptions } from "./session-driver.js";
 export { HistoryCache } from "./history-cache.js";

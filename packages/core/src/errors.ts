@@ -69,7 +69,9 @@ export class DurableAgentsError extends Error {
  */
 export function errorGuard<T extends DurableAgentsError>(code: ErrorCode, name?: string) {
   return (value: unknown): value is T =>
-    DurableAgentsError.isInstance(value) && value.code === code && (name === undefined || (value as Error).name === name);
+    DurableAgentsError.isInstance(value) &&
+    value.code === code &&
+    (name === undefined || (value as Error).name === name);
 }
 const guard = errorGuard;
 

@@ -74,7 +74,14 @@ export function apply(head: SessionHead, input: MachineInput, ctx: ApplyContext)
   const draft = new Draft(head);
   const ignored = handle(draft, input, ctx);
   if (ignored !== null) {
-    return { head, events: [], appendHistory: [], changed: false, ignored, due: { steps: [], nextAt: nextDueAt(head, ctx.now) } };
+    return {
+      head,
+      events: [],
+      appendHistory: [],
+      changed: false,
+      ignored,
+      due: { steps: [], nextAt: nextDueAt(head, ctx.now) },
+    };
   }
   if (ctx.startSteps !== false) startReadySteps(draft, ctx.now);
   draft.head.status = deriveStatus(draft.head);
@@ -132,7 +139,14 @@ export function isStarted(head: SessionHead, step: DueStep): boolean {
   const turn = head.turn;
   if (!isTurnActive(turn) || turn.turnId !== step.turnId) return false;
   if (step.kind === "RunModel") {
-    return turn.phase === "model" && turn.modelRunning && turn.modelSteps + 1 === step.modelStep && turn.modelAttempts + 1 === step.attempt;
+    return (
+      turn.phase === "model" &&
+      turn.modelRunning &&
+      turn.modelSteps + 1 === step.modelStep &&
+      turn.modelAttempts + 1 === step.attempt
+    );
   }
-  return currentCalls(turn).some((call) => call.toolCallId === step.toolCallId && call.status === "running" && call.attempts === step.attempt);
+  return currentCalls(turn).some(
+    (call) => call.toolCallId === step.toolCallId && call.status === "running" && call.attempts === step.attempt,
+  );
 }

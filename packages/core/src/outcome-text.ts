@@ -32,6 +32,7 @@ export function describeTurnFailure(turn: Pick<Turn, "userText" | "calls">, erro
   const lines = ran.map(
     (call) => `- ${call.name}(${clip(call.arguments, 200)}): ${call.status}: ${clip(describeOutcome(call), 300)}`,
   );
-  const calls = lines.length > 0 ? `Tool calls that already ran in it:\n${lines.join("\n")}` : "No tool call ran in it.";
+  const calls =
+    lines.length > 0 ? `Tool calls that already ran in it:\n${lines.join("\n")}` : "No tool call ran in it.";
   return `${TURN_FAILURE_NOTE_PREFIX} The turn for the message "${clip(turn.userText, 200)}" failed: ${error}\n${calls}`;
 }

@@ -101,7 +101,9 @@ export function validatePolicies(tools: readonly ToolDescription[], policies: un
     }
     const result = ToolPolicy.safeParse(policy);
     if (!result.success) {
-      throw new PolicyError(`the policy for "${name}" is malformed: ${result.error.issues.map((i) => i.message).join("; ")}`);
+      throw new PolicyError(
+        `the policy for "${name}" is malformed: ${result.error.issues.map((i) => i.message).join("; ")}`,
+      );
     }
     parsed[name] = result.data;
   }

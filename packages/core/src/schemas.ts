@@ -151,7 +151,8 @@ export type SessionHead = z.infer<typeof SessionHead>;
  * e.g. written by a newer release) or one that does not have its version's shape (`malformed`).
  */
 export function parseSessionHead(value: unknown): SessionHead {
-  const version = typeof value === "object" && value !== null ? (value as { schemaVersion?: unknown }).schemaVersion : undefined;
+  const version =
+    typeof value === "object" && value !== null ? (value as { schemaVersion?: unknown }).schemaVersion : undefined;
   if (!(supportedSessionSchemaVersions as readonly unknown[]).includes(version)) {
     const known = supportedSessionSchemaVersions.join(", ");
     if (typeof version === "number" && Number.isInteger(version) && version > SESSION_SCHEMA_VERSION) {
@@ -172,9 +173,15 @@ export function parseSessionHead(value: unknown): SessionHead {
   const parsed = SessionHead.safeParse(value);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`);
-    throw new StoredStateError("session_head", "malformed", version, `the stored session head is damaged: ${issues.join("; ")}`, {
-      cause: parsed.error,
-    });
+    throw new StoredStateError(
+      "session_head",
+      "malformed",
+      version,
+      `the stored session head is damaged: ${issues.join("; ")}`,
+      {
+        cause: parsed.error,
+      },
+    );
   }
   return parsed.data;
 }
@@ -200,7 +207,12 @@ export const EventBody = z.discriminatedUnion("type", [
   event("session_created", { agent: z.string() }),
   event("message_queued", { text: z.string(), position: z.number().int() }),
   event("turn_started", { turnId: z.string(), text: z.string() }),
-  event("step_started", { turnId: z.string(), step: StepKind, toolCallId: z.string().optional(), attempt: z.number().int() }),
+  event("step_started", {
+    turnId: z.string(),
+    step: StepKind,
+    toolCallId: z.string().optional(),
+    attempt: z.number().int(),
+  }),
   event("step_completed", {
     turnId: z.string(),
     step: StepKind,
@@ -223,15 +235,15 @@ export const EventBody = z.discriminatedUnion("type", [
   event("history_appended", { items: z.array(DisplayItem) }),
   event("turn_completed", { turnId: z.string(), text: z.string(), usage: Usage }),
   event("turn_failed", { turnId: z.string(), error: z.string() }),
-  event("session_recovered", { fence: z.number().int(), calls: z.array(z.object({ toolCallId: z.string(), status: CallStatus })) }),
+  event("session_recovered", {
+    fence: z.number().int(),
+    calls: z.array(z.object({ toolCallId: z.string(), status: CallStatus })),
+  }),
 ]);
 export type EventBody = z.infer<typeof EventBody>;
 export type EventType = EventBody["type"];
 
-export const SessionEvent = z.intersection(
-  z.object({ seq: z.number().int().positive(), at: z.string() }),
-  EventBody,
-);
+export const SessionEvent = z.intersection(z.object({ seq: z.number().int().positive(), at: z.string() }), EventBody);
 export type SessionEvent = EventBody & { seq: number; at: string };
 
 /** What a client sees of a session. */

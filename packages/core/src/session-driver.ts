@@ -10,7 +10,13 @@
 import { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
 import { HistoryCache } from "./history-cache.js";
 import { machineConfig, type SessionDefinition } from "./definition.js";
-import { LeaseLostError, ModelStepError, StoredStateError, ToolExecutionError, VersionConflictError } from "./errors.js";
+import {
+  LeaseLostError,
+  ModelStepError,
+  StoredStateError,
+  ToolExecutionError,
+  VersionConflictError,
+} from "./errors.js";
 import {
   applyAll,
   currentCalls,
@@ -109,7 +115,12 @@ class SessionDriver {
   }
 
   private isLostError(error: unknown): boolean {
-    return this.lost || this.options.signal.aborted || LeaseLostError.isInstance(error) || VersionConflictError.isInstance(error);
+    return (
+      this.lost ||
+      this.options.signal.aborted ||
+      LeaseLostError.isInstance(error) ||
+      VersionConflictError.isInstance(error)
+    );
   }
 
   /** Recover, then: take finished steps and new inbox entries, apply and commit them, launch what the machine started, wait. */
@@ -134,7 +145,8 @@ class SessionDriver {
         }
       }
       // A backoff ended: the machine starts what is due by now.
-      if (inputs.length === 0 && !stopping && this.nextAt !== null && this.nextAt <= Date.now()) inputs.push({ type: "tick" });
+      if (inputs.length === 0 && !stopping && this.nextAt !== null && this.nextAt <= Date.now())
+        inputs.push({ type: "tick" });
       if (inputs.length > 0) await this.advance(inputs, deltas, stopping);
       if (this.running === 0) {
         if (stopping) return "stopped";
@@ -161,7 +173,11 @@ class SessionDriver {
    * steps before its events) unless nothing changed; then launches the steps it started, whose
    * start is now durable. While stopping, the machine starts nothing.
    */
-  private async advance(inputs: readonly MachineInput[], deltas: readonly EventBody[], stopping: boolean): Promise<void> {
+  private async advance(
+    inputs: readonly MachineInput[],
+    deltas: readonly EventBody[],
+    stopping: boolean,
+  ): Promise<void> {
     const t = applyAll(this.head, inputs, { config: this.config, now: Date.now(), startSteps: !stopping });
     if (t.changed || deltas.length > 0) {
       await this.serialized(async () => {
@@ -212,7 +228,12 @@ class SessionDriver {
   private async commitEvents(events: EventBody[]): Promise<void> {
     if (this.lost || this.options.signal.aborted) return;
     await this.serialized(() =>
-      this.store.commit({ sessionId: this.sessionId, fence: this.options.lease.fence, expectedVersion: this.version, events }),
+      this.store.commit({
+        sessionId: this.sessionId,
+        fence: this.options.lease.fence,
+        expectedVersion: this.version,
+        events,
+      }),
     );
   }
 
@@ -249,7 +270,11 @@ class SessionDriver {
   }
 
   private async loadHistory(): Promise<HistoryItem[]> {
-    this.history ??= await (this.options.historyCache ?? new HistoryCache()).load(this.store, this.sessionId, this.head.historyLength);
+    this.history ??= await (this.options.historyCache ?? new HistoryCache()).load(
+      this.store,
+      this.sessionId,
+      this.head.historyLength,
+    );
     return this.history;
   }
 
@@ -279,7 +304,14 @@ class SessionDriver {
         // Another attempt cannot fix a failure the runner says is final, nor a run state it cannot read.
         const retryable = !ModelStepError.isInstance(error) && !StoredStateError.isInstance(error);
         return {
-          input: { type: "model_attempt_failed", turnId, modelStep, attempt, error: errorText(error), ...(retryable ? {} : { retryable }) } as const,
+          input: {
+            type: "model_attempt_failed",
+            turnId,
+            modelStep,
+            attempt,
+            error: errorText(error),
+            ...(retryable ? {} : { retryable }),
+          } as const,
           events,
         };
       }
@@ -297,7 +329,14 @@ class SessionDriver {
       let input: MachineInput;
       try {
         const outcome = await runInToolCall(
-          { sessionId: this.sessionId, turnId, toolCallId, toolName: call.name, idempotencyKey: call.idempotencyKey!, attempt },
+          {
+            sessionId: this.sessionId,
+            turnId,
+            toolCallId,
+            toolName: call.name,
+            idempotencyKey: call.idempotencyKey!,
+            attempt,
+          },
           () =>
             this.definition.runner.callTool({
               sessionId: this.sessionId,
@@ -313,7 +352,13 @@ class SessionDriver {
         input = { type: "call_finished", turnId, toolCallId, attempt, outcome };
       } catch (error) {
         input = ToolExecutionError.isInstance(error)
-          ? { type: "call_finished", turnId, toolCallId, attempt, outcome: { status: "failed", message: error.message } }
+          ? {
+              type: "call_finished",
+              turnId,
+              toolCallId,
+              attempt,
+              outcome: { status: "failed", message: error.message },
+            }
           : { type: "call_attempt_failed", turnId, toolCallId, attempt, error: errorText(error) };
       }
       return { input, events: [] };

@@ -18,11 +18,17 @@ export async function loadStoredSession(store: SessionStore, sessionId: string):
   const stored = await store.loadSession(sessionId);
   if (stored === null || stored === undefined) return null;
   if (typeof stored !== "object" || !isCount(stored.version) || !isCount(stored.lastEventSeq)) {
-    throw new ContractViolationError("store", `loadSession("${sessionId}") answered no { head, version, lastEventSeq } of counts`);
+    throw new ContractViolationError(
+      "store",
+      `loadSession("${sessionId}") answered no { head, version, lastEventSeq } of counts`,
+    );
   }
   const head = parseSessionHead(stored.head);
   if (head.sessionId !== sessionId) {
-    throw new ContractViolationError("store", `loadSession("${sessionId}") answered the head of session "${head.sessionId}"`);
+    throw new ContractViolationError(
+      "store",
+      `loadSession("${sessionId}") answered the head of session "${head.sessionId}"`,
+    );
   }
   return { head, version: stored.version, lastEventSeq: stored.lastEventSeq };
 }

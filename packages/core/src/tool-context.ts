@@ -18,7 +18,8 @@ export interface ToolCallContext {
 
 const storageKey = Symbol.for("durable-agents.tool-call-context");
 const globalSlot = globalThis as unknown as Record<symbol, AsyncLocalStorage<ToolCallContext> | undefined>;
-const storage: AsyncLocalStorage<ToolCallContext> = (globalSlot[storageKey] ??= new AsyncLocalStorage<ToolCallContext>());
+globalSlot[storageKey] ??= new AsyncLocalStorage<ToolCallContext>();
+const storage: AsyncLocalStorage<ToolCallContext> = globalSlot[storageKey];
 
 /** The call being executed, or undefined outside a tool call step. */
 export function currentToolCall(): ToolCallContext | undefined {

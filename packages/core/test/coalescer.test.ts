@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { EventBody } from "../src/index.js";
 import { DeltaCoalescer } from "../src/engine.js";
 
-const texts = (events: EventBody[]) => events.map((e) => (e.type === "text_delta" || e.type === "reasoning_delta" ? `${e.type}:${e.data.text}` : e.type));
+const texts = (events: EventBody[]) =>
+  events.map((e) => (e.type === "text_delta" || e.type === "reasoning_delta" ? `${e.type}:${e.data.text}` : e.type));
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -17,7 +18,11 @@ describe("DeltaCoalescer", () => {
     await tick();
     expect(texts(out)).toHaveLength(2);
     await c.close();
-    expect(texts(out)).toEqual([`text_delta:${"abcd".repeat(16)}`, `text_delta:${"abcd".repeat(4)}`, "reasoning_delta:think"]);
+    expect(texts(out)).toEqual([
+      `text_delta:${"abcd".repeat(16)}`,
+      `text_delta:${"abcd".repeat(4)}`,
+      "reasoning_delta:think",
+    ]);
   });
 
   it("flushes after 100 ms without a new delta", async () => {
@@ -37,7 +42,10 @@ describe("DeltaCoalescer", () => {
 describe("DeltaCoalescer limits", () => {
   it("flushes when the oldest buffered delta is maxDelayMs old, even while deltas keep coming", async () => {
     const out: EventBody[] = [];
-    const c = new DeltaCoalescer("turn-1", async (events) => void out.push(...events), { idleMs: 1_000, maxDelayMs: 40 });
+    const c = new DeltaCoalescer("turn-1", async (events) => void out.push(...events), {
+      idleMs: 1_000,
+      maxDelayMs: 40,
+    });
     for (let i = 0; i < 6; i++) {
       c.push({ kind: "text", text: "ab" });
       await new Promise((resolve) => setTimeout(resolve, 15));

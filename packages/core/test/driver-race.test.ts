@@ -7,7 +7,8 @@ function slowStore(store: MemoryStore, method: "readInbox" | "commit", ms: numbe
   return new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
-      if (property !== method || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
+      if (property !== method || typeof value !== "function")
+        return typeof value === "function" ? value.bind(target) : value;
       return async (...args: unknown[]) => {
         await new Promise((resolve) => setTimeout(resolve, ms));
         return (value as (...a: unknown[]) => unknown).apply(target, args);
@@ -19,7 +20,14 @@ function slowStore(store: MemoryStore, method: "readInbox" | "commit", ms: numbe
 describe("the engine", () => {
   it("never launches a step again while its result waits to be applied", async () => {
     const runner = new ScriptedRunner({
-      tools: [{ name: "look_up_order", description: "Look up.", parameters: { order_id: "string" }, execute: (a) => `order ${String(a.order_id)}` }],
+      tools: [
+        {
+          name: "look_up_order",
+          description: "Look up.",
+          parameters: { order_id: "string" },
+          execute: (a) => `order ${String(a.order_id)}`,
+        },
+      ],
     });
     // A model that takes a little time, so inbox reads overlap model steps.
     const slowRunner = Object.assign(Object.create(runner) as ScriptedRunner, {
@@ -28,14 +36,26 @@ describe("the engine", () => {
         return runner.runModel(input);
       },
     });
-    const definition = defineSession({ name: "race", runner: slowRunner, policies: { look_up_order: { effect: "read" } } });
+    const definition = defineSession({
+      name: "race",
+      runner: slowRunner,
+      policies: { look_up_order: { effect: "read" } },
+    });
     const store = slowStore(new MemoryStore(), "readInbox", 15);
     const errors: unknown[] = [];
-    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20, onError: (e) => errors.push(e) }).start();
+    const worker = new Worker({
+      store,
+      sessions: [definition],
+      pollIntervalMs: 20,
+      onError: (e) => errors.push(e),
+    }).start();
     const client = new SessionClient({ store });
     const ids: string[] = [];
     for (let i = 0; i < 8; i++) {
-      const { sessionId } = await client.startSession({ agent: "race", message: `call look_up_order {"order_id":"${i}"}` });
+      const { sessionId } = await client.startSession({
+        agent: "race",
+        message: `call look_up_order {"order_id":"${i}"}`,
+      });
       ids.push(sessionId);
     }
     // Messages arrive while model steps run: each wakes the engine, which reads the inbox (slowly).
@@ -71,7 +91,12 @@ describe("the engine", () => {
         },
       ],
     });
-    return defineSession({ name: "retry", runner, policies: { flaky: { effect: "read" } }, toolBackoff: { initialDelayMs: backoffMs, maxDelayMs: backoffMs } });
+    return defineSession({
+      name: "retry",
+      runner,
+      policies: { flaky: { effect: "read" } },
+      toolBackoff: { initialDelayMs: backoffMs, maxDelayMs: backoffMs },
+    });
   };
 
   /** A flaky read fails twice; with a poll of a minute, the retries must start on their own. */

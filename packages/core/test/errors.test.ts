@@ -19,7 +19,10 @@ describe("typed errors", () => {
     expect(SessionNotFoundError.isInstance(error)).toBe(true);
     expect(ToolExecutionError.isInstance(error)).toBe(false);
     // An error made by another copy of the package carries the same marker and code.
-    const foreign = Object.assign(new Error("tool said no"), { [Symbol.for("durable-agents.error")]: true, code: "tool_execution" });
+    const foreign = Object.assign(new Error("tool said no"), {
+      [Symbol.for("durable-agents.error")]: true,
+      code: "tool_execution",
+    });
     expect(ToolExecutionError.isInstance(foreign)).toBe(true);
     expect(DurableAgentsError.isInstance(new Error("plain"))).toBe(false);
   });
@@ -32,12 +35,20 @@ describe("typed errors", () => {
       new StoredStateError("session_head", "unknown_version", 2, "newer"),
       new ModelStepError("gone"),
     ];
-    expect(errors.map((e) => e.code)).toEqual(["invalid_input", "configuration", "contract_violation", "stored_state", "model_step"]);
+    expect(errors.map((e) => e.code)).toEqual([
+      "invalid_input",
+      "configuration",
+      "contract_violation",
+      "stored_state",
+      "model_step",
+    ]);
     for (const e of errors) expect(errorCodes).toContain(e.code);
     expect(new Set(errorCodes).size).toBe(errorCodes.length);
     const guards = [InvalidInputError, ConfigurationError, ContractViolationError, StoredStateError, ModelStepError];
     // Each guard recognises its own class only.
-    expect(errors.map((e) => guards.map((g) => g.isInstance(e)))).toEqual(errors.map((_, i) => guards.map((_, j) => i === j)));
+    expect(errors.map((e) => guards.map((g) => g.isInstance(e)))).toEqual(
+      errors.map((_, i) => guards.map((_, j) => i === j)),
+    );
   });
 
   it("recognise a PolicyError as a configuration mistake, and not every configuration mistake as a PolicyError", () => {

@@ -15,10 +15,22 @@ describe("HistoryCache", () => {
       return readHistory(sessionId, offset);
     };
     const head = newSessionHead("s1", "agent", new Date().toISOString());
-    await store.createSession({ head, events: [], inbox: { entry: { kind: "message", text: "x", messageId: null }, dedupeKey: null } });
+    await store.createSession({
+      head,
+      events: [],
+      inbox: { entry: { kind: "message", text: "x", messageId: null }, dedupeKey: null },
+    });
     const lease = (await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: ["agent"] }))!;
     const append = async (version: number, texts: string[], length: number) =>
-      store.commit({ sessionId: "s1", fence: lease.fence, expectedVersion: version, head: { ...head, historyLength: length }, runnable: false, appendHistory: texts.map(item), events: [] });
+      store.commit({
+        sessionId: "s1",
+        fence: lease.fence,
+        expectedVersion: version,
+        head: { ...head, historyLength: length },
+        runnable: false,
+        appendHistory: texts.map(item),
+        events: [],
+      });
     await append(1, ["a", "b"], 2);
     const cache = new HistoryCache(2);
     expect((await cache.load(store, "s1", 2)).map((h) => h.display.text)).toEqual(["a", "b"]);

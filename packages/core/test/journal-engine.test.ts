@@ -28,7 +28,12 @@ describe("a journaling engine over the same state machine", () => {
     let failures = 1;
     const runner = new ScriptedRunner({
       tools: [
-        { name: "look_up_order", description: "Look up.", parameters: { order_id: "string" }, execute: (a) => `order ${String(a.order_id)}` },
+        {
+          name: "look_up_order",
+          description: "Look up.",
+          parameters: { order_id: "string" },
+          execute: (a) => `order ${String(a.order_id)}`,
+        },
         {
           name: "flaky",
           description: "Fails once.",
@@ -38,17 +43,32 @@ describe("a journaling engine over the same state machine", () => {
             return "up";
           },
         },
-        { name: "cancel_order", description: "Cancel.", parameters: { order_id: "string" }, execute: (a) => `cancelled ${String(a.order_id)}` },
+        {
+          name: "cancel_order",
+          description: "Cancel.",
+          parameters: { order_id: "string" },
+          execute: (a) => `cancelled ${String(a.order_id)}`,
+        },
       ],
     });
     const definition = defineSession({
       name: "journal",
       runner,
-      policies: { look_up_order: { effect: "read" }, flaky: { effect: "read" }, cancel_order: { effect: "non_idempotent_write" } },
+      policies: {
+        look_up_order: { effect: "read" },
+        flaky: { effect: "read" },
+        cancel_order: { effect: "non_idempotent_write" },
+      },
       toolBackoff: { initialDelayMs: 5, maxDelayMs: 5 },
     });
     const store = new MemoryStore();
-    const engine = new JournalEngine({ store, definition, pollIntervalMs: 25, leaseTtlMs: 5_000, concurrency: 4 }).start();
+    const engine = new JournalEngine({
+      store,
+      definition,
+      pollIntervalMs: 25,
+      leaseTtlMs: 5_000,
+      concurrency: 4,
+    }).start();
     const client = new SessionClient({ store });
     const { sessionId } = await client.startSession({
       agent: "journal",
@@ -76,7 +96,8 @@ describe("a journaling engine over the same state machine", () => {
     expect(head).toEqual(stored!.head);
     expect(history).toEqual(await store.readHistory(sessionId));
     const kinds = journal.entries.map((e) => e.input.type);
-    for (const kind of ["recover", "inbox", "model_completed", "call_finished", "call_attempt_failed", "tick"]) expect(kinds).toContain(kind);
+    for (const kind of ["recover", "inbox", "model_completed", "call_finished", "call_attempt_failed", "tick"])
+      expect(kinds).toContain(kind);
     expect(runner.modelCalls).toBe((await client.steps(sessionId)).filter((s) => s.step === "RunModel").length);
   });
 });

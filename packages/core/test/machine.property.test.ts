@@ -50,7 +50,14 @@ type Action =
   | { kind: "message"; batch: boolean }
   | { kind: "decide"; pick: number; approved: boolean; batch: boolean }
   | { kind: "redeliver"; pick: number; batch: boolean }
-  | { kind: "result"; pick: number; startedOnly: boolean; outcome: number; calls: { tool: number; id: number; approval: boolean }[]; batch: boolean }
+  | {
+      kind: "result";
+      pick: number;
+      startedOnly: boolean;
+      outcome: number;
+      calls: { tool: number; id: number; approval: boolean }[];
+      batch: boolean;
+    }
   | { kind: "replay"; pick: number; batch: boolean }
   | { kind: "recover"; batch: boolean }
   | { kind: "tick"; ms: number; batch: boolean }
@@ -60,7 +67,10 @@ type Action =
 const batch = fc.boolean();
 const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("message" as const), batch }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("decide" as const), pick: fc.nat(), approved: fc.boolean(), batch }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant("decide" as const), pick: fc.nat(), approved: fc.boolean(), batch }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("redeliver" as const), pick: fc.nat(), batch }) },
   {
     weight: 8,
@@ -69,7 +79,10 @@ const action: fc.Arbitrary<Action> = fc.oneof(
       pick: fc.nat(),
       startedOnly: fc.boolean(),
       outcome: fc.nat({ max: 9 }),
-      calls: fc.array(fc.record({ tool: fc.nat({ max: toolNames.length - 1 }), id: fc.nat({ max: 3 }), approval: fc.boolean() }), { maxLength: 3 }),
+      calls: fc.array(
+        fc.record({ tool: fc.nat({ max: toolNames.length - 1 }), id: fc.nat({ max: 3 }), approval: fc.boolean() }),
+        { maxLength: 3 },
+      ),
       batch,
     }),
   },
@@ -195,12 +208,18 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
     if (inputs.some((i) => i?.type === "recover")) live.clear();
     check(before, inputs, t);
     for (const i of inputs) count(stats, `input:${i && typeof i === "object" ? i.type : "null"}`);
-    if (t.ignored !== null) count(stats, inputs.length === 1 ? `ignored:${inputs[0]?.type ?? "null"}` : "ignored:batch");
+    if (t.ignored !== null)
+      count(stats, inputs.length === 1 ? `ignored:${inputs[0]?.type ?? "null"}` : "ignored:batch");
     if (inputs.length > 1) count(stats, "batch");
-    for (const e of t.events) count(stats, e.type === "tool_call_completed" ? `outcome:${e.data.status}` : `event:${e.type}`);
+    for (const e of t.events)
+      count(stats, e.type === "tool_call_completed" ? `outcome:${e.data.status}` : `event:${e.type}`);
     for (const step of t.due.steps) count(stats, `launch:${step.kind}`);
     if (inputs.length > 1) for (const i of inputs) if (i?.type === "inbox" && i.item) appliedSeqs.add(i.item.seq);
-    delivered.push(...inputs.filter((i) => i && (i.type === "model_completed" || i.type.startsWith("call") || i.type === "model_attempt_failed")));
+    delivered.push(
+      ...inputs.filter(
+        (i) => i && (i.type === "model_completed" || i.type.startsWith("call") || i.type === "model_attempt_failed"),
+      ),
+    );
     head = deepFreeze(t.head);
   };
 
@@ -214,8 +233,15 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
       }
       case "decide": {
         const pending = head.pendingInterrupts;
-        const interruptId = pending.length > 0 ? pending[a.pick % pending.length]!.interruptId : `turn-${a.pick % 3}-1-1`;
-        const entry: InboxItem = { seq: nextSeq++, kind: "resolution", interruptId, approved: a.approved, message: a.approved ? null : "no" };
+        const interruptId =
+          pending.length > 0 ? pending[a.pick % pending.length]!.interruptId : `turn-${a.pick % 3}-1-1`;
+        const entry: InboxItem = {
+          seq: nextSeq++,
+          kind: "resolution",
+          interruptId,
+          approved: a.approved,
+          message: a.approved ? null : "no",
+        };
         inbox.push(entry);
         feed({ type: "inbox", item: entry }, a.batch);
         break;
@@ -223,7 +249,10 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
       case "redeliver": {
         if (inbox.length === 0) break;
         const entry = inbox[a.pick % inbox.length]!;
-        feed({ type: "inbox", item: entry, ...(entry.kind === "message" ? { userItem: item("user", entry.text) } : {}) }, a.batch);
+        feed(
+          { type: "inbox", item: entry, ...(entry.kind === "message" ? { userItem: item("user", entry.text) } : {}) },
+          a.batch,
+        );
         break;
       }
       case "result": {
@@ -243,12 +272,20 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
           const choice = a.outcome % 5;
           const input: MachineInput =
             choice === 0
-              ? { type: "model_completed", ...base, result: { kind: "final", items: [item("user", "answer")], text: "answer", usage } }
+              ? {
+                  type: "model_completed",
+                  ...base,
+                  result: { kind: "final", items: [item("user", "answer")], text: "answer", usage },
+                }
               : choice <= 2
                 ? { type: "model_completed", ...base, result: { kind: "tool_calls", calls, runState: "state", usage } }
                 : choice === 3
                   ? { type: "model_attempt_failed", ...base, error: "model down" }
-                  : ({ type: "model_completed", ...base, result: { kind: "final", text: 7 } } as unknown as MachineInput);
+                  : ({
+                      type: "model_completed",
+                      ...base,
+                      result: { kind: "final", text: 7 },
+                    } as unknown as MachineInput);
           feed(input, a.batch);
         } else {
           const base = { turnId: step.turnId, toolCallId: step.toolCallId, attempt: step.attempt };
@@ -288,7 +325,16 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
   const turn = head.turn;
   if (turn && (turn.phase === "model" || turn.phase === "tools")) {
     for (const call of currentCalls(turn)) {
-      if (call.status === "running") expect(launched.some((s) => s.kind !== "RunModel" && s.turnId === turn.turnId && s.toolCallId === call.toolCallId && s.attempt === call.attempts)).toBe(true);
+      if (call.status === "running")
+        expect(
+          launched.some(
+            (s) =>
+              s.kind !== "RunModel" &&
+              s.turnId === turn.turnId &&
+              s.toolCallId === call.toolCallId &&
+              s.attempt === call.attempts,
+          ),
+        ).toBe(true);
     }
   }
   return stats;

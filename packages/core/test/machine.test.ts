@@ -16,7 +16,13 @@ const note = (text: string): HistoryItem => ({ item: { note: text }, display: { 
 const user = (text: string): HistoryItem => ({ item: { user: text }, display: { role: "user", text } });
 const usage = { modelCalls: 1, inputTokens: 10, outputTokens: 2, totalTokens: 12 };
 
-const toolEffects: Record<string, ToolEffect> = { a: "read", b: "non_idempotent_write", r: "read", w: "non_idempotent_write", y: "read" };
+const toolEffects: Record<string, ToolEffect> = {
+  a: "read",
+  b: "non_idempotent_write",
+  r: "read",
+  w: "non_idempotent_write",
+  y: "read",
+};
 for (let i = 1; i <= 5; i++) toolEffects[`c${i}`] = "read";
 const config: MachineConfig = {
   maxModelSteps: 5,
@@ -26,7 +32,10 @@ const config: MachineConfig = {
   tools: Object.keys(toolEffects).map((id) => ({ name: `tool_${id}`, approval: "never" as const })),
   // `w` is a single-attempt write that needs no approval; `b` keeps its effect's default (approval).
   policies: Object.fromEntries(
-    Object.entries(toolEffects).map(([id, effect]) => [`tool_${id}`, id === "w" ? { effect, needsApproval: false } : { effect }]),
+    Object.entries(toolEffects).map(([id, effect]) => [
+      `tool_${id}`,
+      id === "w" ? { effect, needsApproval: false } : { effect },
+    ]),
   ),
 };
 const NOW = 1_000;
@@ -118,9 +127,21 @@ describe("the session state machine", () => {
     expect(t.changed).toBe(true);
     expect(t.due).toEqual({ steps: [], nextAt: NOW });
     expect(t.head.turn?.modelRunning).toBe(false);
-    expect(dueSteps(t.head)).toEqual([{ kind: "RunModel", turnId: "turn-1", modelStep: 1, attempt: 1, notBefore: null }]);
+    expect(dueSteps(t.head)).toEqual([
+      { kind: "RunModel", turnId: "turn-1", modelStep: 1, attempt: 1, notBefore: null },
+    ]);
     // A result for the step nobody started is not applied.
-    const early = apply(t.head, { type: "model_completed", turnId: "turn-1", modelStep: 1, attempt: 1, result: { kind: "final", items: [], text: "x", usage } }, at(NOW));
+    const early = apply(
+      t.head,
+      {
+        type: "model_completed",
+        turnId: "turn-1",
+        modelStep: 1,
+        attempt: 1,
+        result: { kind: "final", items: [], text: "x", usage },
+      },
+      at(NOW),
+    );
     expect(early.ignored).toMatch(/not started/);
     const next = apply(t.head, { type: "tick" }, at(NOW + 1));
     expect(next.due.steps).toEqual([{ kind: "RunModel", turnId: "turn-1", modelStep: 1, attempt: 1 }]);
@@ -134,8 +155,26 @@ describe("the session state machine", () => {
     const inputs: MachineInput[] = [
       attemptFailed("a", "down", 1),
       finished("a", "ok"),
-      { type: "inbox", item: { seq: 3, kind: "resolution", interruptId: head.pendingInterrupts[0]!.interruptId, approved: false, message: "no" } },
-      { type: "inbox", item: { seq: 3, kind: "resolution", interruptId: head.pendingInterrupts[0]!.interruptId, approved: true, message: null } },
+      {
+        type: "inbox",
+        item: {
+          seq: 3,
+          kind: "resolution",
+          interruptId: head.pendingInterrupts[0]!.interruptId,
+          approved: false,
+          message: "no",
+        },
+      },
+      {
+        type: "inbox",
+        item: {
+          seq: 3,
+          kind: "resolution",
+          interruptId: head.pendingInterrupts[0]!.interruptId,
+          approved: true,
+          message: null,
+        },
+      },
       { type: "recover", fence: 9 },
       { type: "tick" },
     ];
@@ -175,7 +214,10 @@ describe("the session state machine", () => {
     head = run(head, finished("a", "A")).head;
     expect(head.status).toBe("awaiting_approval");
     expect(isRunnable(head)).toBe(false);
-    const rejected = run(head, { type: "inbox", item: { seq: 2, kind: "resolution", interruptId: "turn-1-1-2", approved: false, message: "no" } });
+    const rejected = run(head, {
+      type: "inbox",
+      item: { seq: 2, kind: "resolution", interruptId: "turn-1-1-2", approved: false, message: "no" },
+    });
     head = rejected.head;
     expect(head.turn?.phase).toBe("model");
     expect(rejected.due.steps).toEqual([{ kind: "RunModel", turnId: "turn-1", modelStep: 2, attempt: 1 }]);
@@ -194,26 +236,40 @@ describe("the session state machine", () => {
 
   it("starts an approved single-attempt call once, in the transition that applies the approval", () => {
     let { head } = run(fresh(), message(1, "go"), toolCalls(1, "b"));
-    const approved = run(head, { type: "inbox", item: { seq: 2, kind: "resolution", interruptId: "turn-1-1-1", approved: true, message: null } });
+    const approved = run(head, {
+      type: "inbox",
+      item: { seq: 2, kind: "resolution", interruptId: "turn-1-1-1", approved: true, message: null },
+    });
     head = approved.head;
-    expect(approved.due.steps).toEqual([{ kind: "CallSingleAttemptTool", turnId: "turn-1", toolCallId: "b", attempt: 1 }]);
+    expect(approved.due.steps).toEqual([
+      { kind: "CallSingleAttemptTool", turnId: "turn-1", toolCallId: "b", attempt: 1 },
+    ]);
     expect(approved.events).toEqual(["interrupt_resolved", "step_completed", "step_started"]);
     // Nothing starts it again: not a tick, not a repeated decision.
     expect(apply(head, { type: "tick" }, at(NOW + 60_000)).due.steps).toEqual([]);
-    const repeated = apply(head, { type: "inbox", item: { seq: 2, kind: "resolution", interruptId: "turn-1-1-1", approved: true, message: null } }, at(NOW));
+    const repeated = apply(
+      head,
+      { type: "inbox", item: { seq: 2, kind: "resolution", interruptId: "turn-1-1-1", approved: true, message: null } },
+      at(NOW),
+    );
     expect(repeated.ignored).not.toBeNull();
   });
 
   it("recovers a dead worker's calls by the table: single-attempt unknown, read started again", () => {
     const started = run(fresh(), message(1, "go"), toolCalls(1, "r", "w"));
-    expect(started.due.steps.map((s) => s.kind === "RunModel" || [s.toolCallId, s.attempt])).toEqual([["r", 1], ["w", 1]]);
+    expect(started.due.steps.map((s) => s.kind === "RunModel" || [s.toolCallId, s.attempt])).toEqual([
+      ["r", 1],
+      ["w", 1],
+    ]);
     const held = apply(started.head, { type: "recover", fence: 2 }, at(NOW, false));
     expect(held.head.turn!.calls.map((c) => [c.toolCallId, c.status, c.attempts])).toEqual([
       ["r", "pending", 1],
       ["w", "outcome_unknown", 1],
     ]);
     expect(held.events.map((e) => e.type)).toContain("session_recovered");
-    expect(dueSteps(held.head)).toEqual([{ kind: "CallTool", turnId: "turn-1", toolCallId: "r", attempt: 2, notBefore: null }]);
+    expect(dueSteps(held.head)).toEqual([
+      { kind: "CallTool", turnId: "turn-1", toolCallId: "r", attempt: 2, notBefore: null },
+    ]);
     const { head: recovered, events, due } = run(started.head, { type: "recover", fence: 2 });
     expect(recovered.turn!.calls.map((c) => [c.toolCallId, c.status, c.attempts])).toEqual([
       ["r", "running", 2],
@@ -245,12 +301,17 @@ describe("the session state machine", () => {
       if (attempt === 3) break;
       const retryAt = now + delays[attempt - 1]!;
       expect(failed.due).toEqual({ steps: [], nextAt: retryAt });
-      expect(dueSteps(head)).toEqual([{ kind: "CallTool", turnId: "turn-1", toolCallId: "r", attempt: attempt + 1, notBefore: retryAt }]);
+      expect(dueSteps(head)).toEqual([
+        { kind: "CallTool", turnId: "turn-1", toolCallId: "r", attempt: attempt + 1, notBefore: retryAt },
+      ]);
       const early = apply(head, { type: "tick" }, at(retryAt - 1));
       expect(early.changed).toBe(false);
       expect(early.due).toEqual({ steps: [], nextAt: retryAt });
       const tick = apply(head, { type: "tick" }, at(retryAt));
-      expect(tick.due).toEqual({ steps: [{ kind: "CallTool", turnId: "turn-1", toolCallId: "r", attempt: attempt + 1 }], nextAt: null });
+      expect(tick.due).toEqual({
+        steps: [{ kind: "CallTool", turnId: "turn-1", toolCallId: "r", attempt: attempt + 1 }],
+        nextAt: null,
+      });
       head = tick.head;
       now = retryAt;
     }
@@ -263,17 +324,37 @@ describe("the session state machine", () => {
   it("fails a turn after the model's last attempt (from the config), leaves a note, and starts the queued turn", () => {
     let { head } = run(fresh(), message(1, "first"), message(2, "second"));
     expect(head.queue.map((q) => q.text)).toEqual(["second"]);
-    const first = run(head, { type: "model_attempt_failed", turnId: "turn-1", modelStep: 1, attempt: 1, error: "boom 1" });
+    const first = run(head, {
+      type: "model_attempt_failed",
+      turnId: "turn-1",
+      modelStep: 1,
+      attempt: 1,
+      error: "boom 1",
+    });
     expect(first.due).toEqual({ steps: [], nextAt: NOW + 10 });
     const retry = apply(first.head, { type: "tick" }, at(NOW + 10));
     expect(retry.due.steps).toEqual([{ kind: "RunModel", turnId: "turn-1", modelStep: 1, attempt: 2 }]);
     // The first attempt's result, arriving late, belongs to no started attempt.
-    expect(apply(retry.head, { type: "model_attempt_failed", turnId: "turn-1", modelStep: 1, attempt: 1, error: "late" }, at(NOW)).ignored).toMatch(/attempt 2, not 1/);
-    const failed = run(retry.head, { type: "model_attempt_failed", turnId: "turn-1", modelStep: 1, attempt: 2, error: "boom 2" });
+    expect(
+      apply(
+        retry.head,
+        { type: "model_attempt_failed", turnId: "turn-1", modelStep: 1, attempt: 1, error: "late" },
+        at(NOW),
+      ).ignored,
+    ).toMatch(/attempt 2, not 1/);
+    const failed = run(retry.head, {
+      type: "model_attempt_failed",
+      turnId: "turn-1",
+      modelStep: 1,
+      attempt: 2,
+      error: "boom 2",
+    });
     head = failed.head;
     expect(failed.events).toContain("turn_failed");
     expect(failed.history.map((h) => h.display.role)).toEqual(["note", "user"]);
-    expect(failed.history[0]?.display.text).toMatch(/^\[previous turn failed\] The turn for the message "first" failed: the model step failed 2 time\(s\); last error: boom 2\nNo tool call ran in it\.$/);
+    expect(failed.history[0]?.display.text).toMatch(
+      /^\[previous turn failed\] The turn for the message "first" failed: the model step failed 2 time\(s\); last error: boom 2\nNo tool call ran in it\.$/,
+    );
     expect(head.turn?.turnId).toBe("turn-2");
     expect(head.turnCount).toBe(2);
     expect(failed.due.steps).toEqual([{ kind: "RunModel", turnId: "turn-2", modelStep: 1, attempt: 1 }]);
@@ -281,14 +362,30 @@ describe("the session state machine", () => {
 
   it("fails a turn at once on a model failure that is not retryable, and starts the queued turn", () => {
     const { head } = run(fresh(), message(1, "first"), message(2, "second"));
-    const failed = run(head, { type: "model_attempt_failed", turnId: "turn-1", modelStep: 1, attempt: 1, error: "the model is gone", retryable: false });
+    const failed = run(head, {
+      type: "model_attempt_failed",
+      turnId: "turn-1",
+      modelStep: 1,
+      attempt: 1,
+      error: "the model is gone",
+      retryable: false,
+    });
     expect(failed.events).toContain("turn_failed");
-    expect(failed.history[0]?.display.text).toMatch(/failed: the model step failed and cannot be retried: the model is gone\n/);
+    expect(failed.history[0]?.display.text).toMatch(
+      /failed: the model step failed and cannot be retried: the model is gone\n/,
+    );
     expect(failed.head.turn?.turnId).toBe("turn-2");
     expect(failed.head.turnCount).toBe(2);
     expect(failed.due.steps).toEqual([{ kind: "RunModel", turnId: "turn-2", modelStep: 1, attempt: 1 }]);
     // retryable: true (or absent) keeps the config's retries.
-    const retried = run(head, { type: "model_attempt_failed", turnId: "turn-1", modelStep: 1, attempt: 1, error: "boom", retryable: true });
+    const retried = run(head, {
+      type: "model_attempt_failed",
+      turnId: "turn-1",
+      modelStep: 1,
+      attempt: 1,
+      error: "boom",
+      retryable: true,
+    });
     expect(retried.events).not.toContain("turn_failed");
     expect(retried.due).toEqual({ steps: [], nextAt: NOW + 10 });
   });
@@ -309,10 +406,27 @@ describe("the session state machine", () => {
     let { head } = run(fresh(), message(1, "first"), toolCalls(1, "a"));
     // A second result for the model step that already completed changes nothing.
     const second = apply(head, toolCalls(1, "b"), at(NOW));
-    expect(second).toEqual({ head, events: [], appendHistory: [], changed: false, ignored: expect.any(String), due: { steps: [], nextAt: null } });
+    expect(second).toEqual({
+      head,
+      events: [],
+      appendHistory: [],
+      changed: false,
+      ignored: expect.any(String),
+      due: { steps: [], nextAt: null },
+    });
     expect(second.head).toBe(head);
     head = run(head, finished("a", "A")).head;
-    const repeated = apply(head, { type: "call_finished", turnId: "turn-1", toolCallId: "a", attempt: 1, outcome: { status: "failed", message: "late" } }, at(NOW));
+    const repeated = apply(
+      head,
+      {
+        type: "call_finished",
+        turnId: "turn-1",
+        toolCallId: "a",
+        attempt: 1,
+        outcome: { status: "failed", message: "late" },
+      },
+      at(NOW),
+    );
     expect(repeated.events).toEqual([]);
     expect(repeated.head).toEqual(head);
     expect(repeated.ignored).toMatch(/call a is succeeded, not running/);
@@ -336,11 +450,20 @@ describe("the session state machine", () => {
   });
 
   it("applies a batch as one transition and launches each started step once", () => {
-    const batch = applyAll(fresh(), [message(1, "one"), message(2, "two"), { type: "recover", fence: 3 }, message(2, "two")], at(NOW));
+    const batch = applyAll(
+      fresh(),
+      [message(1, "one"), message(2, "two"), { type: "recover", fence: 3 }, message(2, "two")],
+      at(NOW),
+    );
     expect(batch.ignored).toMatch(/inbox entry 2/);
     expect(batch.due.steps).toEqual([{ kind: "RunModel", turnId: "turn-1", modelStep: 1, attempt: 1 }]);
     expect(batch.head.queue.map((q) => q.text)).toEqual(["two"]);
-    expect(batch.events.map((e) => e.type)).toEqual(["turn_started", "history_appended", "step_started", "message_queued"]);
+    expect(batch.events.map((e) => e.type)).toEqual([
+      "turn_started",
+      "history_appended",
+      "step_started",
+      "message_queued",
+    ]);
     expect(batch.changed).toBe(true);
   });
 });
@@ -377,12 +500,24 @@ describe("inputs that do not fit, and results that cannot be applied", () => {
       null,
       { kind: "final", items: [null], text: "x", usage },
       { kind: "final", items: [], text: "x" },
-      { kind: "tool_calls", calls: [{ toolCallId: "a", name: "tool_a", arguments: "{}" }, { toolCallId: "a", name: "tool_a", arguments: "{}" }], runState: "s", usage },
+      {
+        kind: "tool_calls",
+        calls: [
+          { toolCallId: "a", name: "tool_a", arguments: "{}" },
+          { toolCallId: "a", name: "tool_a", arguments: "{}" },
+        ],
+        runState: "s",
+        usage,
+      },
       { kind: "tool_calls", calls: [null], runState: "s", usage },
       { kind: "something", usage },
     ];
     for (const result of results) {
-      const t = apply(head, { type: "model_completed", turnId: "turn-1", modelStep: 1, attempt: 1, result } as MachineInput, at(NOW));
+      const t = apply(
+        head,
+        { type: "model_completed", turnId: "turn-1", modelStep: 1, attempt: 1, result } as MachineInput,
+        at(NOW),
+      );
       expect(t.ignored, JSON.stringify(result)).toBeNull();
       expect(t.head.turn?.modelAttempts, JSON.stringify(result)).toBe(1);
       expect(t.head.turn?.modelSteps).toBe(0);
@@ -392,9 +527,23 @@ describe("inputs that do not fit, and results that cannot be applied", () => {
 
   it("counts a malformed tool outcome as a failed attempt", () => {
     const { head } = run(fresh(), message(1, "go"), toolCalls(1, "a"));
-    const t = apply(head, { type: "call_finished", turnId: "turn-1", toolCallId: "a", attempt: 1, outcome: { status: "succeeded" } } as unknown as MachineInput, at(NOW));
+    const t = apply(
+      head,
+      {
+        type: "call_finished",
+        turnId: "turn-1",
+        toolCallId: "a",
+        attempt: 1,
+        outcome: { status: "succeeded" },
+      } as unknown as MachineInput,
+      at(NOW),
+    );
     expect(t.ignored).toBeNull();
-    expect(t.head.turn?.calls[0]).toMatchObject({ status: "pending", lastError: "the runner returned a malformed tool result", retryAt: NOW + 50 });
+    expect(t.head.turn?.calls[0]).toMatchObject({
+      status: "pending",
+      lastError: "the runner returned a malformed tool result",
+      retryAt: NOW + 50,
+    });
   });
 
   it("reports inputs of no known type, and messages without their user item, as ignored", () => {

@@ -12,7 +12,14 @@ const tools: ToolDescription[] = [
 describe("the tool-effect policy table", () => {
   it("matches DESIGN §4 row by row", () => {
     expect(
-      Object.values(policyTable).map((r) => [r.effect, r.step, r.maxAttempts, r.exhausted, r.onCrash, r.approvalByDefault]),
+      Object.values(policyTable).map((r) => [
+        r.effect,
+        r.step,
+        r.maxAttempts,
+        r.exhausted,
+        r.onCrash,
+        r.approvalByDefault,
+      ]),
     ).toEqual([
       ["read", "CallTool", 3, "failed", "rerun", false],
       ["idempotent_write", "CallTool", 3, "outcome_unknown", "rerun", false],
@@ -21,7 +28,14 @@ describe("the tool-effect policy table", () => {
     ]);
     // Every column is one the machine reads; the idempotency key is every call's, so it is no column.
     for (const rule of Object.values(policyTable)) {
-      expect(Object.keys(rule).sort()).toEqual(["approvalByDefault", "effect", "exhausted", "maxAttempts", "onCrash", "step"]);
+      expect(Object.keys(rule).sort()).toEqual([
+        "approvalByDefault",
+        "effect",
+        "exhausted",
+        "maxAttempts",
+        "onCrash",
+        "step",
+      ]);
     }
     expect(idempotencyKey("s1", "turn-2", "call_9")).toBe("s1/turn-2/call_9");
   });
@@ -31,7 +45,9 @@ describe("the tool-effect policy table", () => {
     expect(() => validatePolicies(tools, { look_up_order: { effect: "reads" } })).toThrow(/malformed/);
     expect(() => validatePolicies(tools, { look_up_order: { effect: "read", extra: 1 } })).toThrow(PolicyError);
     expect(() => validatePolicies(tools, [])).toThrow(PolicyError);
-    expect(validatePolicies(tools, { look_up_order: { effect: "read" } })).toEqual({ look_up_order: { effect: "read" } });
+    expect(validatePolicies(tools, { look_up_order: { effect: "read" } })).toEqual({
+      look_up_order: { effect: "read" },
+    });
   });
 
   it("defaults to unclassified, honours declared effects and approval flags", () => {
@@ -39,9 +55,18 @@ describe("the tool-effect policy table", () => {
       look_up_order: { effect: "read" },
       cancel_order: { effect: "non_idempotent_write", needsApproval: false },
     });
-    expect(resolveCallPolicy("look_up_order", policies, tools, false)).toEqual({ effect: "read", needsApproval: false });
-    expect(resolveCallPolicy("cancel_order", policies, tools, false)).toEqual({ effect: "non_idempotent_write", needsApproval: false });
-    expect(resolveCallPolicy("guarded", policies, tools, false)).toEqual({ effect: "unclassified", needsApproval: true });
+    expect(resolveCallPolicy("look_up_order", policies, tools, false)).toEqual({
+      effect: "read",
+      needsApproval: false,
+    });
+    expect(resolveCallPolicy("cancel_order", policies, tools, false)).toEqual({
+      effect: "non_idempotent_write",
+      needsApproval: false,
+    });
+    expect(resolveCallPolicy("guarded", policies, tools, false)).toEqual({
+      effect: "unclassified",
+      needsApproval: true,
+    });
     expect(resolveCallPolicy("mcp_read", policies, tools, false)).toEqual({ effect: "read", needsApproval: false });
     // The framework's own approval flag wins whatever the effect.
     expect(resolveCallPolicy("look_up_order", policies, tools, true)).toEqual({ effect: "read", needsApproval: true });

@@ -1,9 +1,15 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { parseSessionHead, SESSION_SCHEMA_VERSION, StoredStateError, supportedSessionSchemaVersions } from "../src/index.js";
+import {
+  parseSessionHead,
+  SESSION_SCHEMA_VERSION,
+  StoredStateError,
+  supportedSessionSchemaVersions,
+} from "../src/index.js";
 
 // Fixtures are written by released versions and never edited: a stored session must load after an upgrade.
-const fixture = (name: string): unknown => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8"));
+const fixture = (name: string): unknown =>
+  JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8"));
 
 describe("stored session state", () => {
   it("loads a version 1 head written by 0.1.0", () => {
@@ -27,9 +33,18 @@ describe("stored session state", () => {
     };
     const newer = refusal({ ...head, schemaVersion: 2 });
     expect(StoredStateError.isInstance(newer)).toBe(true);
-    expect(newer).toMatchObject({ code: "stored_state", format: "session_head", reason: "unknown_version", version: 2 });
+    expect(newer).toMatchObject({
+      code: "stored_state",
+      format: "session_head",
+      reason: "unknown_version",
+      version: 2,
+    });
     expect(refusal({ ...head, schemaVersion: 99 })).toMatchObject({ reason: "unknown_version", version: 99 });
-    expect(refusal({ ...head, schemaVersion: 0 })).toMatchObject({ code: "stored_state", reason: "unknown_version", version: 0 });
+    expect(refusal({ ...head, schemaVersion: 0 })).toMatchObject({
+      code: "stored_state",
+      reason: "unknown_version",
+      version: 0,
+    });
     const { schemaVersion: _, ...unversioned } = head;
     expect(refusal(unversioned)).toMatchObject({ code: "stored_state", reason: "malformed" });
     expect(refusal(null)).toMatchObject({ code: "stored_state", reason: "malformed" });

@@ -51,7 +51,8 @@ describe("Worker", () => {
     const worker = new Worker({ store, sessions: [definition], concurrency: 2, pollIntervalMs: 20 }).start();
     const client = new SessionClient({ store });
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await client.startSession({ agent: "gated", message: `call slow_read {"key":"${i}"}` })).sessionId);
+    for (let i = 0; i < 5; i++)
+      ids.push((await client.startSession({ agent: "gated", message: `call slow_read {"key":"${i}"}` })).sessionId);
     let released = 0;
     while (released < 5) {
       // Two calls wait at once (the limit), never three.
@@ -71,7 +72,10 @@ describe("Worker", () => {
     const store = new MemoryStore();
     const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20 }).start();
     const client = new SessionClient({ store });
-    const { sessionId } = await client.startSession({ agent: "gated", message: 'call slow_read {"key":"a"}\nthen\ncall slow_read {"key":"b"}' });
+    const { sessionId } = await client.startSession({
+      agent: "gated",
+      message: 'call slow_read {"key":"a"}\nthen\ncall slow_read {"key":"b"}',
+    });
     await until(() => running() === 1);
     const stopping = worker.stop({ timeoutMs: 5_000 });
     gates.shift()!();
@@ -117,10 +121,23 @@ describe("Worker", () => {
     const { definition } = gatedTool();
     const store = new MemoryStore();
     const errors: unknown[] = [];
-    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 5, leaseTtlMs: 60_000, onError: (e) => errors.push(e) }).start();
+    const worker = new Worker({
+      store,
+      sessions: [definition],
+      pollIntervalMs: 5,
+      leaseTtlMs: 60_000,
+      onError: (e) => errors.push(e),
+    }).start();
     // A stored head this version cannot read (an unknown schema version).
-    const head = { ...newSessionHead("unreadable", "gated", new Date().toISOString()), schemaVersion: 99 } as unknown as SessionHead;
-    await store.createSession({ head, events: [], inbox: { entry: { kind: "message", text: "hi", messageId: null }, dedupeKey: null } });
+    const head = {
+      ...newSessionHead("unreadable", "gated", new Date().toISOString()),
+      schemaVersion: 99,
+    } as unknown as SessionHead;
+    await store.createSession({
+      head,
+      events: [],
+      inbox: { entry: { kind: "message", text: "hi", messageId: null }, dedupeKey: null },
+    });
     await until(() => errors.length > 0);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(errors).toHaveLength(1);
@@ -135,15 +152,28 @@ describe("Worker", () => {
     const { definition } = gatedTool();
     const store = new MemoryStore();
     const errors: unknown[] = [];
-    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 5, leaseTtlMs: 60_000, onError: (e) => errors.push(e) }).start();
+    const worker = new Worker({
+      store,
+      sessions: [definition],
+      pollIntervalMs: 5,
+      leaseTtlMs: 60_000,
+      onError: (e) => errors.push(e),
+    }).start();
     // The head counts three history items the store never got: the model step's history cannot be read.
     const head = { ...newSessionHead("short-history", "gated", new Date().toISOString()), historyLength: 3 };
-    await store.createSession({ head, events: [], inbox: { entry: { kind: "message", text: "hi", messageId: null }, dedupeKey: null } });
+    await store.createSession({
+      head,
+      events: [],
+      inbox: { entry: { kind: "message", text: "hi", messageId: null }, dedupeKey: null },
+    });
     await until(() => errors.length > 0);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(errors).toHaveLength(1);
     expect(ContractViolationError.isInstance(errors[0])).toBe(true);
-    expect(errors[0]).toMatchObject({ party: "store", message: expect.stringContaining("counts 4 history items, but the store holds 1") });
+    expect(errors[0]).toMatchObject({
+      party: "store",
+      message: expect.stringContaining("counts 4 history items, but the store holds 1"),
+    });
     expect((await memoryRawReader(store).session("short-history"))?.leaseOwner).toBe(worker.workerId);
     await worker.stop();
   });
@@ -160,15 +190,26 @@ describe("Worker", () => {
         throw new ModelStepError("the provider refused the request for good");
       },
     };
-    const failing = defineSession({ name: "gated", runner, modelRetry: { maxAttempts: 3, initialDelayMs: 1, maxDelayMs: 1 } });
+    const failing = defineSession({
+      name: "gated",
+      runner,
+      modelRetry: { maxAttempts: 3, initialDelayMs: 1, maxDelayMs: 1 },
+    });
     const store = new MemoryStore();
     const errors: unknown[] = [];
-    const worker = new Worker({ store, sessions: [failing], pollIntervalMs: 5, onError: (e) => errors.push(e) }).start();
+    const worker = new Worker({
+      store,
+      sessions: [failing],
+      pollIntervalMs: 5,
+      onError: (e) => errors.push(e),
+    }).start();
     const client = new SessionClient({ store });
     const { sessionId } = await client.startSession({ agent: "gated", message: "hi" });
     const done = await client.waitUntilIdle(sessionId, { timeoutMs: 5_000 });
     expect(done.turn?.phase).toBe("failed");
-    expect(done.turn?.error).toBe("the model step failed and cannot be retried: the provider refused the request for good");
+    expect(done.turn?.error).toBe(
+      "the model step failed and cannot be retried: the provider refused the request for good",
+    );
     expect(calls).toBe(1);
     expect(errors).toEqual([]);
     await worker.stop();

@@ -35,7 +35,13 @@ async function buildHistory(runner, items) {
     const turnStart = history.length;
     history.push(runner.userItem("message", calls(`t${turn}`, k)));
     const first = await runner.runModel(stepInput(history, turnStart, null, []));
-    const outcomes = first.calls.map((c) => ({ toolCallId: c.toolCallId, name: c.name, status: "succeeded", text: `order of ${c.arguments} is shipped`, output: "x" }));
+    const outcomes = first.calls.map((c) => ({
+      toolCallId: c.toolCallId,
+      name: c.name,
+      status: "succeeded",
+      text: `order of ${c.arguments} is shipped`,
+      output: "x",
+    }));
     const last = await runner.runModel(stepInput(history, turnStart, first.runState, outcomes));
     if (last.kind !== "final") throw new Error("history turn did not end");
     history.push(...last.items);
@@ -46,7 +52,17 @@ async function buildHistory(runner, items) {
 }
 
 function stepInput(history, turnStart, runState, outcomes) {
-  return { sessionId: "m", turnId: `t${turnStart}`, modelStep: 1, history, turnStart, runState, outcomes, signal: new AbortController().signal, emit: () => {} };
+  return {
+    sessionId: "m",
+    turnId: `t${turnStart}`,
+    modelStep: 1,
+    history,
+    turnStart,
+    runState,
+    outcomes,
+    signal: new AbortController().signal,
+    emit: () => {},
+  };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -62,7 +78,10 @@ async function level(items) {
   const t = { first: [], resumed: [], resumedOther: [], raw: [] };
   let chars = 0;
   for (let round = 0; round <= rounds; round++) {
-    const history = [...stored, runner.userItem("message", `call look_up {"id":"a${round}"}\nthen\ncall look_up {"id":"b${round}"}`)];
+    const history = [
+      ...stored,
+      runner.userItem("message", `call look_up {"id":"a${round}"}\nthen\ncall look_up {"id":"b${round}"}`),
+    ];
     const turnStart = stored.length;
     let start = performance.now();
     const first = await runner.runModel(stepInput(history, turnStart, null, []));
@@ -96,11 +115,20 @@ async function level(items) {
       t.raw.push(rawMs);
     }
   }
-  return { items, first: median(t.first), resumed: median(t.resumed), resumedOther: median(t.resumedOther), raw: median(t.raw), chars };
+  return {
+    items,
+    first: median(t.first),
+    resumed: median(t.resumed),
+    resumedOther: median(t.resumedOther),
+    raw: median(t.raw),
+    chars,
+  };
 }
 
 console.log(`node ${process.version}, ${rounds} rounds after one warm-up, medians in ms`);
-console.log("| history items | first step | resumed step (same runner) | resumed step (other runner) | raw SDK call | run state chars |");
+console.log(
+  "| history items | first step | resumed step (same runner) | resumed step (other runner) | raw SDK call | run state chars |",
+);
 console.log("| --- | --- | --- | --- | --- | --- |");
 for (const items of [10, 100, 1000]) {
   const r = await level(items);

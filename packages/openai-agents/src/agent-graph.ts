@@ -45,7 +45,9 @@ export function readAgentGraph(entry: Agent<any, any>): AgentGraph {
     agents.push(agent);
     for (const target of agent.handoffs ?? []) {
       if (!(target instanceof Agent) && !(target instanceof Handoff)) {
-        throw new PolicyError(`a handoff of agent "${agent.name}" is neither an Agent nor a Handoff made with handoff(agent)`);
+        throw new PolicyError(
+          `a handoff of agent "${agent.name}" is neither an Agent nor a Handoff made with handoff(agent)`,
+        );
       }
       queue.push(handoffTarget(target));
     }
@@ -54,7 +56,9 @@ export function readAgentGraph(entry: Agent<any, any>): AgentGraph {
   for (const agent of agents) {
     const previous = names.get(agent.name);
     if (previous && previous !== agent) {
-      throw new PolicyError(`two agents of the graph are named "${agent.name}": a saved run state names its current agent, so names must be unique`);
+      throw new PolicyError(
+        `two agents of the graph are named "${agent.name}": a saved run state names its current agent, so names must be unique`,
+      );
     }
     names.set(agent.name, agent);
   }
@@ -97,7 +101,9 @@ export function readAgentGraph(entry: Agent<any, any>): AgentGraph {
           atLeastOnce.push(`agent "${agent.name}" has the apply-patch tool "${tool.name}"`);
           break;
         default:
-          throw new PolicyError(`agent "${agent.name}" has a tool of unknown type "${String((tool as { type?: unknown }).type)}"`);
+          throw new PolicyError(
+            `agent "${agent.name}" has a tool of unknown type "${String((tool as { type?: unknown }).type)}"`,
+          );
       }
     }
   }
@@ -111,7 +117,7 @@ export function readAgentGraph(entry: Agent<any, any>): AgentGraph {
  */
 function checkErrorsPropagate(tool: FunctionTool<any, any, any>): void {
   if (durableToolInfo(tool)) return;
-  if (Object.prototype.hasOwnProperty.call(tool, "errorFunction")) {
+  if (Object.hasOwn(tool, "errorFunction")) {
     if (tool.errorFunction === null) return;
     throw new PolicyError(
       `tool "${tool.name}" has an errorFunction, which turns its errors into text the engine never sees; build it with durableTool() from @durable-agents/openai-agents (or errorFunction: null) and throw ToolExecutionError for a failure the model should see`,
@@ -142,7 +148,8 @@ function gateTool(tool: FunctionTool<any, any, any>, hooks: GateHooks): Function
   };
   for (const symbol of Object.getOwnPropertySymbols(copy)) {
     // The recorded text is handed back as is; the real tool's output was checked when it ran.
-    if (symbol.description === OUTPUT_VALIDATOR_DESCRIPTION) delete (copy as unknown as Record<symbol, unknown>)[symbol];
+    if (symbol.description === OUTPUT_VALIDATOR_DESCRIPTION)
+      delete (copy as unknown as Record<symbol, unknown>)[symbol];
   }
   return copy;
 }
@@ -157,7 +164,9 @@ export function gateAgentGraph(graph: AgentGraph, hooks: GateHooks): Agent<any, 
   for (const agent of graph.agents) {
     const copy = copies.get(agent)!;
     copy.handoffs = agent.handoffs.map((entry) =>
-      entry instanceof Handoff ? entry.clone({ agent: copies.get(entry.agent)! }) : copies.get(entry as Agent<any, any>)!,
+      entry instanceof Handoff
+        ? entry.clone({ agent: copies.get(entry.agent)! })
+        : copies.get(entry as Agent<any, any>)!,
     );
   }
   return copies.get(graph.agents[0]!)!;

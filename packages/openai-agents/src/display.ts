@@ -41,7 +41,13 @@ export function displayOf(raw: unknown): DisplayItem {
       return {
         role: "assistant",
         text: "",
-        toolCalls: [{ toolCallId: String(item["callId"]), name: String(item["name"]), arguments: String(item["arguments"] ?? "") }],
+        toolCalls: [
+          {
+            toolCallId: String(item["callId"]),
+            name: String(item["name"]),
+            arguments: String(item["arguments"] ?? ""),
+          },
+        ],
       };
     case "function_call_result":
       return { role: "tool", text: outputText(item["output"]), toolCallId: String(item["callId"]) };
@@ -50,7 +56,11 @@ export function displayOf(raw: unknown): DisplayItem {
         role: "assistant",
         text: typeof item["output"] === "string" ? (item["output"] as string) : "",
         toolCalls: [
-          { toolCallId: String(item["id"] ?? item["name"]), name: String(item["name"]), arguments: String(item["arguments"] ?? "") },
+          {
+            toolCallId: String(item["id"] ?? item["name"]),
+            name: String(item["name"]),
+            arguments: String(item["arguments"] ?? ""),
+          },
         ],
       };
     case "reasoning":
@@ -64,10 +74,17 @@ export function displayOf(raw: unknown): DisplayItem {
         return {
           role: "assistant",
           text: "",
-          toolCalls: [{ toolCallId: callId, name: String(item["name"] ?? kind), arguments: typeof action === "string" ? action : JSON.stringify(action) }],
+          toolCalls: [
+            {
+              toolCallId: callId,
+              name: String(item["name"] ?? kind),
+              arguments: typeof action === "string" ? action : JSON.stringify(action),
+            },
+          ],
         };
       }
-      if (callId && /_call_(output|result)$/.test(kind)) return { role: "tool", text: outputText(item["output"]), toolCallId: callId };
+      if (callId && /_call_(output|result)$/.test(kind))
+        return { role: "tool", text: outputText(item["output"]), toolCallId: callId };
       return { role: "assistant", text: "" };
     }
   }

@@ -32,7 +32,10 @@ export function durableTool<TParameters extends ToolInputParameters = undefined,
   if (effect !== undefined && !(toolEffects as readonly string[]).includes(effect)) {
     throw new PolicyError(`durableTool "${String(rest.name ?? "")}" declares an unknown effect "${String(effect)}"`);
   }
-  const built = tool({ ...(rest as ToolOptions<TParameters, Context>), errorFunction: null } as ToolOptions<TParameters, Context>);
+  const built = tool({ ...(rest as ToolOptions<TParameters, Context>), errorFunction: null } as ToolOptions<
+    TParameters,
+    Context
+  >);
   const needsApproval = (rest as { needsApproval?: unknown }).needsApproval;
   const info: DurableToolInfo = {
     approval: typeof needsApproval === "function" ? "per_call" : needsApproval === true ? "always" : "never",

@@ -5,7 +5,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import {
-  Agent,
+  type Agent,
   RunContext,
   RunState,
   Runner as SdkRunner,
@@ -32,7 +32,6 @@ import {
 import {
   ConfigurationError,
   ContractViolationError,
-  InvalidInputError,
   PolicyError,
   type HistoryItem,
   type Runner,
@@ -102,12 +101,15 @@ const watchedAgentTools = new WeakSet<object>();
  * public way to notice.
  */
 function watchNestedApprovals(entry: GraphTool): void {
-  const tool = entry.tool as unknown as { on?: (name: string, handler: (event: { event: unknown }) => void) => unknown };
+  const tool = entry.tool as unknown as {
+    on?: (name: string, handler: (event: { event: unknown }) => void) => unknown;
+  };
   if (entry.kind !== "agent" || typeof tool.on !== "function" || watchedAgentTools.has(tool)) return;
   watchedAgentTools.add(tool);
   tool.on("run_item_stream_event", ({ event }) => {
     const e = event as { name?: string; item?: { toolName?: string; rawItem?: { name?: string } } };
-    if (e.name === "tool_approval_requested") nestedApprovals.getStore()?.push(e.item?.toolName ?? e.item?.rawItem?.name ?? "?");
+    if (e.name === "tool_approval_requested")
+      nestedApprovals.getStore()?.push(e.item?.toolName ?? e.item?.rawItem?.name ?? "?");
   });
 }
 
@@ -136,12 +138,14 @@ export class OpenAIAgentsRunner implements Runner {
       );
     }
     const maxTurns = options.maxTurns ?? 100;
-    if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new ConfigurationError("maxTurns must be a positive integer");
+    if (!Number.isInteger(maxTurns) || maxTurns < 1)
+      throw new ConfigurationError("maxTurns must be a positive integer");
     this.#maxTurns = maxTurns;
     this.#context = options.context;
     this.#compact = options.compactRunState ?? true;
     const liveLimit = options.liveRunStates ?? 32;
-    if (!Number.isInteger(liveLimit) || liveLimit < 0) throw new ConfigurationError("liveRunStates must be a non-negative integer");
+    if (!Number.isInteger(liveLimit) || liveLimit < 0)
+      throw new ConfigurationError("liveRunStates must be a non-negative integer");
     this.#liveLimit = liveLimit;
     this.#gated = gateAgentGraph(this.#graph, { recordedOutput: (name, callId) => this.#recordedOutput(name, callId) });
     const config: Partial<RunConfig> = { tracingDisabled: true, ...options.runConfig };
@@ -211,7 +215,10 @@ export class OpenAIAgentsRunner implements Runner {
         const callId = callIdOf(item);
         const outcome = callId === undefined ? undefined : outcomes.get(callId);
         if (!outcome) {
-          throw new ContractViolationError("engine", `the saved run state waits for tool call "${callId ?? "?"}" (${item.toolName ?? ""}), but no outcome was recorded for it`);
+          throw new ContractViolationError(
+            "engine",
+            `the saved run state waits for tool call "${callId ?? "?"}" (${item.toolName ?? ""}), but no outcome was recorded for it`,
+          );
         }
         if (outcome.status === "rejected") {
           // The person's message reaches the model verbatim.
@@ -265,7 +272,8 @@ export class OpenAIAgentsRunner implements Runner {
     }
 
     const finalOutput = result.finalOutput;
-    const text = typeof finalOutput === "string" ? finalOutput : finalOutput === undefined ? "" : JSON.stringify(finalOutput);
+    const text =
+      typeof finalOutput === "string" ? finalOutput : finalOutput === undefined ? "" : JSON.stringify(finalOutput);
     const items = result.history.slice(input.turnStart + 1).map((item) => toHistoryItem(item));
     return { kind: "final", items, text, usage };
   }
@@ -291,7 +299,10 @@ export class OpenAIAgentsRunner implements Runner {
       return { status: "failed", message: `Invalid arguments for tool "${input.name}": ${describeInvalid(error)}` };
     }
     if (prepared && !prepared.result.success) {
-      return { status: "failed", message: `Invalid arguments for tool "${input.name}": ${describeInvalid(prepared.result.error)}` };
+      return {
+        status: "failed",
+        message: `Invalid arguments for tool "${input.name}": ${describeInvalid(prepared.result.error)}`,
+      };
     }
 
     try {
@@ -324,12 +335,14 @@ export class OpenAIAgentsRunner implements Runner {
         };
       }
       if (output === SDK_DEFAULT_TOOL_ERROR) {
-        throw new Error(`the nested run of agent tool "${input.name}" failed (the SDK hid the error behind its default tool error text)`);
+        throw new Error(
+          `the nested run of agent tool "${input.name}" failed (the SDK hid the error behind its default tool error text)`,
+        );
       }
-      return { status: "succeeded", output: typeof output === "string" ? output : JSON.stringify(output) ?? "" };
+      return { status: "succeeded", output: typeof output === "string" ? output : (JSON.stringify(output) ?? "") };
     }
     const output = await invoke();
-    return { status: "succeeded", output: typeof output === "string" ? output : JSON.stringify(output) ?? "" };
+    return { status: "succeeded", output: typeof output === "string" ? output : (JSON.stringify(output) ?? "") };
   }
 
   /** Takes (and drops) the live state saved under this exact string, if the history is the same objects. */
@@ -355,7 +368,10 @@ export class OpenAIAgentsRunner implements Runner {
     const outcome = callId === undefined ? undefined : this.#outcomes.getStore()?.get(callId);
     if (!outcome) {
       // Never run the real tool from inside the model step.
-      throw new ContractViolationError("runner", `the gated copy of tool "${name}" was invoked for call "${callId ?? "?"}" without a recorded outcome`);
+      throw new ContractViolationError(
+        "runner",
+        `the gated copy of tool "${name}" was invoked for call "${callId ?? "?"}" without a recorded outcome`,
+      );
     }
     return outcome.text;
   }
@@ -391,7 +407,12 @@ function describeInvalid(error: unknown): string {
  * schema-normalized input when the arguments validate, forced for a per-call policy whose input
  * cannot be inspected, and never asked for arguments that are not JSON with a fixed policy.
  */
-async function frameworkApproval(tool: FunctionTool<any, any, any>, args: string, runContext: RunContext<any>, callId: string): Promise<boolean> {
+async function frameworkApproval(
+  tool: FunctionTool<any, any, any>,
+  args: string,
+  runContext: RunContext<any>,
+  callId: string,
+): Promise<boolean> {
   const dynamic = hasDynamicFunctionToolApprovalPolicy(tool);
   let approvalArgs: unknown = args;
   let prepared: FunctionToolPreparedInput | undefined;
@@ -428,7 +449,11 @@ async function drain(result: StreamedRunResult<any, Agent<any, any>>, emit: RunM
 function reasoningDelta(event: unknown): string | undefined {
   if (!event || typeof event !== "object") return undefined;
   const e = event as { type?: unknown; delta?: unknown; choices?: { delta?: { reasoning?: unknown } }[] };
-  if (typeof e.type === "string" && /^response\.reasoning(_summary)?_text\.delta$/.test(e.type) && typeof e.delta === "string") {
+  if (
+    typeof e.type === "string" &&
+    /^response\.reasoning(_summary)?_text\.delta$/.test(e.type) &&
+    typeof e.delta === "string"
+  ) {
     return e.delta || undefined;
   }
   const chat = e.choices?.[0]?.delta?.reasoning;

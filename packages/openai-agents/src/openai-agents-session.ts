@@ -1,6 +1,12 @@
 /** `openAIAgentsSession`: a core session definition for an `@openai/agents` agent. */
 import type { Agent } from "@openai/agents";
-import { defineSession, type BackoffPolicy, type RetryPolicy, type SessionDefinition, type ToolPolicies } from "@durable-agents/core";
+import {
+  defineSession,
+  type BackoffPolicy,
+  type RetryPolicy,
+  type SessionDefinition,
+  type ToolPolicies,
+} from "@durable-agents/core";
 import { OpenAIAgentsRunner, type OpenAIAgentsRunnerOptions } from "./openai-agents-runner.js";
 
 export interface OpenAIAgentsSessionOptions extends OpenAIAgentsRunnerOptions {

@@ -111,11 +111,21 @@ export interface EncodedRunState {
  * `known`: what the state's restore established (its history part); the leading items are then
  * compared by identity, else item by item as JSON.
  */
-export function encodeRunState(state: RunState<any, any>, history: readonly HistoryItem[], compact: boolean, known?: HistoryPrefix): EncodedRunState {
+export function encodeRunState(
+  state: RunState<any, any>,
+  history: readonly HistoryItem[],
+  compact: boolean,
+  known?: HistoryPrefix,
+): EncodedRunState {
   const original = state._originalInput;
   let prefix: HistoryPrefix = { p: 0, h: EMPTY_HASH, original: [], history: [] };
   if (compact && Array.isArray(original)) {
-    if (known && known.p <= history.length && sameObjects(original, known.original, known.p) && historyHolds(history, known.history, known.p)) {
+    if (
+      known &&
+      known.p <= history.length &&
+      sameObjects(original, known.original, known.p) &&
+      historyHolds(history, known.history, known.p)
+    ) {
       prefix = known;
     } else {
       const limit = Math.min(original.length, history.length);
@@ -142,7 +152,9 @@ export function encodeRunState(state: RunState<any, any>, history: readonly Hist
     v: VERSION,
     p: prefix.p,
     h: prefix.h,
-    ...(compact ? { z: gzipSync(sdkState).toString("base64") } : { s: JSON.parse(sdkState) as Record<string, unknown> }),
+    ...(compact
+      ? { z: gzipSync(sdkState).toString("base64") }
+      : { s: JSON.parse(sdkState) as Record<string, unknown> }),
   };
   return { runState: JSON.stringify(envelope), prefix };
 }
@@ -176,24 +188,39 @@ export function decodeRunState(runState: string, history: readonly HistoryItem[]
     envelope.p < 0 ||
     (typeof envelope.s !== "object" && typeof envelope.z !== "string")
   ) {
-    throw new RunStateMismatchError("malformed", envelope?.v, "the saved run state was not written by this runner (or by another version of it)");
+    throw new RunStateMismatchError(
+      "malformed",
+      envelope?.v,
+      "the saved run state was not written by this runner (or by another version of it)",
+    );
   }
   let sdkState: string;
   try {
-    sdkState = envelope.s ? JSON.stringify(envelope.s) : gunzipSync(Buffer.from(envelope.z!, "base64")).toString("utf8");
+    sdkState = envelope.s
+      ? JSON.stringify(envelope.s)
+      : gunzipSync(Buffer.from(envelope.z!, "base64")).toString("utf8");
     const parsed = JSON.parse(sdkState) as unknown;
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not a JSON object");
-    if (envelope.p > 0 && !Array.isArray((parsed as Record<string, unknown>)["originalInput"])) throw new Error("its originalInput is not a list");
+    if (envelope.p > 0 && !Array.isArray((parsed as Record<string, unknown>)["originalInput"]))
+      throw new Error("its originalInput is not a list");
   } catch (error) {
     throw new RunStateMismatchError("malformed", envelope.v, "the saved run state is damaged", { cause: error });
   }
   if (envelope.p === 0) return { sdkState, historyItems: [], h: envelope.h };
   if (history.length < envelope.p) {
-    throw new RunStateMismatchError("malformed", envelope.v, `the saved run state needs ${envelope.p} history items, the session has ${history.length}`);
+    throw new RunStateMismatchError(
+      "malformed",
+      envelope.v,
+      `the saved run state needs ${envelope.p} history items, the session has ${history.length}`,
+    );
   }
   const historyItems = history.slice(0, envelope.p).map((entry) => entry.item);
   if (hashItems(historyItems) !== envelope.h) {
-    throw new RunStateMismatchError("malformed", envelope.v, "the session's history no longer matches the history the run state was saved with");
+    throw new RunStateMismatchError(
+      "malformed",
+      envelope.v,
+      "the session's history no longer matches the history the run state was saved with",
+    );
   }
   return { sdkState, historyItems, h: envelope.h };
 }

@@ -10,5 +10,11 @@ const makeRunner = (tools: Parameters<typeof conformanceRunner>[0]) => {
   return built.runner;
 };
 
-runnerConformance({ describe, it, afterEach, afterAll }, { makeRunner, modelCalls: () => models.reduce((sum, model) => sum + model.calls, 0) });
-sessionConformance({ describe, it, afterEach, afterAll }, { makeRunner, makeStore: async () => ({ store: new MemoryStore() }) });
+runnerConformance(
+  { describe, it, afterEach, afterAll },
+  { makeRunner, modelCalls: () => models.reduce((sum, model) => sum + model.calls, 0) },
+);
+sessionConformance(
+  { describe, it, afterEach, afterAll },
+  { makeRunner, makeStore: async () => ({ store: new MemoryStore() }) },
+);

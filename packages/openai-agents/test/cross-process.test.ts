@@ -17,8 +17,19 @@ interface ChildStep {
   pid: number;
 }
 
-function stepInChild(input: { history: HistoryItem[]; turnStart: number; modelStep: number; runState: string | null; outcomes: RecordedOutcome[] }): ChildStep {
-  const child = spawnSync(process.execPath, [stepScript], { cwd: packageDir, input: JSON.stringify(input), encoding: "utf8", timeout: 60_000 });
+function stepInChild(input: {
+  history: HistoryItem[];
+  turnStart: number;
+  modelStep: number;
+  runState: string | null;
+  outcomes: RecordedOutcome[];
+}): ChildStep {
+  const child = spawnSync(process.execPath, [stepScript], {
+    cwd: packageDir,
+    input: JSON.stringify(input),
+    encoding: "utf8",
+    timeout: 60_000,
+  });
   if (child.status !== 0) throw new Error(`child step failed (${child.status}): ${child.stderr}`);
   return JSON.parse(child.stdout) as ChildStep;
 }
@@ -33,7 +44,10 @@ describe("a run state saved in one process", () => {
   it("resumes in another process, with the tool run in a third (this one)", async () => {
     const { buildRunner } = (await import("./child/agent.mjs")) as typeof import("./child/agent.mjs");
     const { runner, runs } = buildRunner();
-    const history: HistoryItem[] = [runner.userItem("message", "hello"), runner.userItem("message", 'call look_up {"id":"42"}')];
+    const history: HistoryItem[] = [
+      runner.userItem("message", "hello"),
+      runner.userItem("message", 'call look_up {"id":"42"}'),
+    ];
     const first = stepInChild({ history, turnStart: 1, modelStep: 1, runState: null, outcomes: [] });
     expect(first.result.kind).toBe("tool_calls");
     expect(first.modelCalls).toBe(1);
@@ -44,7 +58,13 @@ describe("a run state saved in one process", () => {
     expect(runs).toEqual(["42"]);
     expect(outcome.output).toBe(`order 42 is shipped (pid ${process.pid})`);
 
-    const second = stepInChild({ history, turnStart: 1, modelStep: 2, runState: first.result.runState, outcomes: [outcome] });
+    const second = stepInChild({
+      history,
+      turnStart: 1,
+      modelStep: 2,
+      runState: first.result.runState,
+      outcomes: [outcome],
+    });
     expect(second.pid).not.toBe(first.pid);
     expect(second.modelCalls).toBe(1);
     expect(second.toolRuns).toBe(0);

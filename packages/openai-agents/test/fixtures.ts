@@ -57,7 +57,11 @@ export function orderAgent(modelOptions: ScriptedModelOptions = {}, runnerOption
     },
   });
   const model = new ScriptedModel(modelOptions);
-  const agent = new Agent({ name: "orders", instructions: "Help with orders.", tools: [lookUp, refund, cancel, explode, picky] });
+  const agent = new Agent({
+    name: "orders",
+    instructions: "Help with orders.",
+    tools: [lookUp, refund, cancel, explode, picky],
+  });
   const runner = new OpenAIAgentsRunner(agent, { model, ...runnerOptions });
   return { runner, model, agent, runs };
 }

@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { Agent, defineToolInputGuardrail, defineToolOutputGuardrail, ToolGuardrailFunctionOutputFactory } from "@openai/agents";
+import {
+  Agent,
+  defineToolInputGuardrail,
+  defineToolOutputGuardrail,
+  ToolGuardrailFunctionOutputFactory,
+} from "@openai/agents";
 import { currentToolCall, type HistoryItem } from "@durable-agents/core";
 import { durableTool, OpenAIAgentsRunner } from "../src/index.js";
 import { ScriptedModel } from "../src/testing/index.js";
@@ -52,7 +57,11 @@ describe("agent graphs", () => {
       },
     });
     const helper = new Agent({ name: "helper", instructions: "Look things up.", tools: [lookUp] });
-    const front = new Agent({ name: "front", instructions: "Delegate.", tools: [helper.asTool({ toolName: "ask_helper", toolDescription: "Ask the helper." })] });
+    const front = new Agent({
+      name: "front",
+      instructions: "Delegate.",
+      tools: [helper.asTool({ toolName: "ask_helper", toolDescription: "Ask the helper." })],
+    });
     const model = new ScriptedModel();
     const runner = new OpenAIAgentsRunner(front, { model });
     expect(runner.tools()).toEqual([{ name: "ask_helper", approval: "per_call" }]);
@@ -66,12 +75,33 @@ describe("agent graphs", () => {
   });
 
   it("an agent tool whose nested run fails or stops for approval does not record a silent success", async () => {
-    const broken = durableTool({ name: "broken", description: "Fails.", parameters: z.object({}), execute: () => { throw new Error("inner boom"); } });
-    const wipe = durableTool({ name: "wipe", description: "Wipes.", parameters: z.object({}), needsApproval: true, execute: () => "wiped" });
+    const broken = durableTool({
+      name: "broken",
+      description: "Fails.",
+      parameters: z.object({}),
+      execute: () => {
+        throw new Error("inner boom");
+      },
+    });
+    const wipe = durableTool({
+      name: "wipe",
+      description: "Wipes.",
+      parameters: z.object({}),
+      needsApproval: true,
+      execute: () => "wiped",
+    });
     const helper = new Agent({ name: "helper", instructions: "Help.", tools: [broken, wipe] });
-    const runner = new OpenAIAgentsRunner(new Agent({ name: "front", tools: [helper.asTool({ toolName: "ask_helper", toolDescription: "Ask." })] }), { model: new ScriptedModel() });
+    const runner = new OpenAIAgentsRunner(
+      new Agent({ name: "front", tools: [helper.asTool({ toolName: "ask_helper", toolDescription: "Ask." })] }),
+      { model: new ScriptedModel() },
+    );
     const call = (nested: string) =>
-      callOnce(runner, "s", "t", { toolCallId: "c1", name: "ask_helper", arguments: JSON.stringify({ input: nested }), needsApproval: false });
+      callOnce(runner, "s", "t", {
+        toolCallId: "c1",
+        name: "ask_helper",
+        arguments: JSON.stringify({ input: nested }),
+        needsApproval: false,
+      });
     const failed = await call("call broken {}");
     expect(failed.status).toBe("outcome_unknown"); // the harness records a thrown error this way
     expect(failed.text).toMatch(/nested run of agent tool "ask_helper" failed/);
@@ -105,8 +135,23 @@ describe("agent graphs", () => {
       },
     });
     const runner = new OpenAIAgentsRunner(new Agent({ name: "a", tools: [reset] }), { model: new ScriptedModel() });
-    const history = [runner.userItem("message", 'call reset_password {"user":"admin"}\ncall reset_password {"user":"root"}\ncall reset_password {"user":"ann"}')];
-    const step = await runner.runModel({ sessionId: "s", turnId: "t", modelStep: 1, history, turnStart: 0, runState: null, outcomes: [], signal: new AbortController().signal, emit: () => {} });
+    const history = [
+      runner.userItem(
+        "message",
+        'call reset_password {"user":"admin"}\ncall reset_password {"user":"root"}\ncall reset_password {"user":"ann"}',
+      ),
+    ];
+    const step = await runner.runModel({
+      sessionId: "s",
+      turnId: "t",
+      modelStep: 1,
+      history,
+      turnStart: 0,
+      runState: null,
+      outcomes: [],
+      signal: new AbortController().signal,
+      emit: () => {},
+    });
     if (step.kind !== "tool_calls") throw new Error("expected tool calls");
     expect(guardrailRuns).toEqual([]); // not during the model step
     const outcomes = [];
@@ -117,8 +162,20 @@ describe("agent graphs", () => {
       ["succeeded", "reset ann"],
     ]);
     expect(runs).toEqual(["ann"]);
-    const final = await runner.runModel({ sessionId: "s", turnId: "t", modelStep: 2, history, turnStart: 0, runState: step.runState, outcomes, signal: new AbortController().signal, emit: () => {} });
-    expect(final.kind === "final" && final.text).toMatch(/reset_password -> The tool call failed: admins are off limits/);
+    const final = await runner.runModel({
+      sessionId: "s",
+      turnId: "t",
+      modelStep: 2,
+      history,
+      turnStart: 0,
+      runState: step.runState,
+      outcomes,
+      signal: new AbortController().signal,
+      emit: () => {},
+    });
+    expect(final.kind === "final" && final.text).toMatch(
+      /reset_password -> The tool call failed: admins are off limits/,
+    );
     expect(guardrailRuns).toHaveLength(3); // the resumed step does not run them again
   });
 
@@ -148,7 +205,11 @@ describe("agent graphs", () => {
   });
 
   it("an output type: the final text is the structured output as JSON", async () => {
-    const agent = new Agent({ name: "typed", instructions: "Answer.", outputType: z.object({ answer: z.string(), size: z.number() }) });
+    const agent = new Agent({
+      name: "typed",
+      instructions: "Answer.",
+      outputType: z.object({ answer: z.string(), size: z.number() }),
+    });
     const runner = new OpenAIAgentsRunner(agent, { model: new ScriptedModel() });
     const history: HistoryItem[] = [];
     const turn = await runTurn(runner, history, "what is up");

@@ -32,7 +32,12 @@ export interface TurnResult {
   readonly usage: Usage[];
 }
 
-export async function runTurn(runner: Runner, history: HistoryItem[], userText: string, options: TurnOptions = {}): Promise<TurnResult> {
+export async function runTurn(
+  runner: Runner,
+  history: HistoryItem[],
+  userText: string,
+  options: TurnOptions = {},
+): Promise<TurnResult> {
   const sessionId = "s1";
   const turnId = `t${history.length}`;
   const turnStart = history.length;
@@ -56,7 +61,13 @@ export async function runTurn(runner: Runner, history: HistoryItem[], userText: 
     steps.push({ result, runStateBytes: result.kind === "tool_calls" ? Buffer.byteLength(result.runState) : 0 });
     if (result.kind === "final") {
       history.push(...result.items);
-      return { text: result.text, items: result.items, steps, outcomes: allOutcomes, usage: steps.map((s) => s.result.usage) };
+      return {
+        text: result.text,
+        items: result.items,
+        steps,
+        outcomes: allOutcomes,
+        usage: steps.map((s) => s.result.usage),
+      };
     }
     runState = result.runState;
     outcomes = [];
@@ -72,7 +83,12 @@ export async function runTurn(runner: Runner, history: HistoryItem[], userText: 
   throw new Error("the turn did not finish");
 }
 
-export async function callOnce(runner: Runner, sessionId: string, turnId: string, call: RequestedToolCall): Promise<RecordedOutcome> {
+export async function callOnce(
+  runner: Runner,
+  sessionId: string,
+  turnId: string,
+  call: RequestedToolCall,
+): Promise<RecordedOutcome> {
   const key = idempotencyKey(sessionId, turnId, call.toolCallId);
   const base = { toolCallId: call.toolCallId, name: call.name };
   try {
@@ -90,10 +106,17 @@ export async function callOnce(runner: Runner, sessionId: string, turnId: string
           signal: new AbortController().signal,
         }),
     );
-    if (result.status === "succeeded") return { ...base, status: "succeeded", text: result.output, output: result.output };
+    if (result.status === "succeeded")
+      return { ...base, status: "succeeded", text: result.output, output: result.output };
     return { ...base, status: "failed", text: `The tool call failed: ${result.message}`, output: null };
   } catch (error) {
-    if (ToolExecutionError.isInstance(error)) return { ...base, status: "failed", text: `The tool call failed: ${error.message}`, output: null };
-    return { ...base, status: "outcome_unknown", text: `The outcome of this tool call is unknown (${String(error)})`, output: null };
+    if (ToolExecutionError.isInstance(error))
+      return { ...base, status: "failed", text: `The tool call failed: ${error.message}`, output: null };
+    return {
+      ...base,
+      status: "outcome_unknown",
+      text: `The outcome of this tool call is unknown (${String(error)})`,
+      output: null,
+    };
   }
 }

@@ -28,8 +28,23 @@ function setup(liveRunStates?: number) {
   return { runner, model, runs };
 }
 
-function step(history: HistoryItem[], turnStart: number, runState: string | null, outcomes: RecordedOutcome[]): RunModelInput {
-  return { sessionId: "s", turnId: "t", modelStep: 1, history, turnStart, runState, outcomes, signal: new AbortController().signal, emit: () => {} };
+function step(
+  history: HistoryItem[],
+  turnStart: number,
+  runState: string | null,
+  outcomes: RecordedOutcome[],
+): RunModelInput {
+  return {
+    sessionId: "s",
+    turnId: "t",
+    modelStep: 1,
+    history,
+    turnStart,
+    runState,
+    outcomes,
+    signal: new AbortController().signal,
+    emit: () => {},
+  };
 }
 
 async function outcomesOf(runner: Runner, result: RunModelResult): Promise<RecordedOutcome[]> {
@@ -82,7 +97,9 @@ describe("live run states between the steps of a turn", () => {
     for (const r of withLive) if (r.kind === "tool_calls") expect(r.runState).not.toContain("q".repeat(400));
     expect(live.runs).toEqual(decoding.runs);
     const last = withLive[2]!;
-    expect(last.kind === "final" && last.text).toBe("Results: look_up -> order 1 is shipped | look_up -> order 2 is shipped | look_up -> order 3 is shipped");
+    expect(last.kind === "final" && last.text).toBe(
+      "Results: look_up -> order 1 is shipped | look_up -> order 2 is shipped | look_up -> order 3 is shipped",
+    );
   });
 
   it("a step retried after a model failure decodes its state again and gets the answer of a fresh runner", async () => {
@@ -111,7 +128,10 @@ describe("live run states between the steps of a turn", () => {
     const fromString = vi.spyOn(RunState, "fromString");
     const { runner, model } = setup(1);
     const x = await history(runner);
-    const y = { history: [...x.history.slice(0, x.turnStart), runner.userItem("message", 'call look_up {"id":"9"}')], turnStart: x.turnStart };
+    const y = {
+      history: [...x.history.slice(0, x.turnStart), runner.userItem("message", 'call look_up {"id":"9"}')],
+      turnStart: x.turnStart,
+    };
     const xFirst = await runner.runModel(step(x.history, x.turnStart, null, []));
     const yFirst = await runner.runModel(step(y.history, y.turnStart, null, [])); // evicts x's live state (room for 1)
     if (xFirst.kind !== "tool_calls" || yFirst.kind !== "tool_calls") throw new Error("expected tool calls");

@@ -20,12 +20,28 @@ const fixture = JSON.parse(readFileSync(new URL("./fixtures/run-state-v1.json", 
 };
 
 const outcomesOf = (calls: readonly RequestedToolCall[]): RecordedOutcome[] =>
-  calls.map((call) => ({ toolCallId: call.toolCallId, name: call.name, status: "succeeded", text: "order 1 is shipped", output: "order 1 is shipped" }));
+  calls.map((call) => ({
+    toolCallId: call.toolCallId,
+    name: call.name,
+    status: "succeeded",
+    text: "order 1 is shipped",
+    output: "order 1 is shipped",
+  }));
 
 const resume = (runState: string, calls: readonly RequestedToolCall[], history = fixture.history) => {
   // A fresh runner holds no live state: it must read the stored envelope.
   const { runner, runs } = orderAgent();
-  const input = { sessionId: "s", turnId: "t", modelStep: 2, history, turnStart: 0, runState, outcomes: outcomesOf(calls), signal: new AbortController().signal, emit: () => {} };
+  const input = {
+    sessionId: "s",
+    turnId: "t",
+    modelStep: 2,
+    history,
+    turnStart: 0,
+    runState,
+    outcomes: outcomesOf(calls),
+    signal: new AbortController().signal,
+    emit: () => {},
+  };
   return { result: runner.runModel(input), runs };
 };
 
@@ -48,7 +64,12 @@ describe("the stored run state of version 1", () => {
       const error = await resume(newer, fixture[kind].calls).result.catch((e: unknown) => e);
       expect(RunStateMismatchError.isInstance(error)).toBe(true);
       expect(StoredStateError.isInstance(error)).toBe(true);
-      expect(error).toMatchObject({ code: "stored_state", format: "openai_agents_run_state", reason: "unknown_version", version: 2 });
+      expect(error).toMatchObject({
+        code: "stored_state",
+        format: "openai_agents_run_state",
+        reason: "unknown_version",
+        version: 2,
+      });
     }
   });
 

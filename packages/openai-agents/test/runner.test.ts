@@ -9,8 +9,25 @@ import { scriptedInputFromItems } from "../src/testing/index.js";
 import { orderAgent } from "./fixtures.js";
 import { callOnce, runTurn } from "./harness.js";
 
-function input(runner: Runner, history: HistoryItem[], turnStart: number, runState: string | null, outcomes: RecordedOutcome[], emit: (d: ModelDelta) => void = () => {}): RunModelInput {
-  return { sessionId: "s", turnId: "t", modelStep: 1, history, turnStart, runState, outcomes, signal: new AbortController().signal, emit };
+function input(
+  _runner: Runner,
+  history: HistoryItem[],
+  turnStart: number,
+  runState: string | null,
+  outcomes: RecordedOutcome[],
+  emit: (d: ModelDelta) => void = () => {},
+): RunModelInput {
+  return {
+    sessionId: "s",
+    turnId: "t",
+    modelStep: 1,
+    history,
+    turnStart,
+    runState,
+    outcomes,
+    signal: new AbortController().signal,
+    emit,
+  };
 }
 
 describe("OpenAIAgentsRunner", () => {
@@ -48,11 +65,29 @@ describe("OpenAIAgentsRunner", () => {
     expect(third.kind).toBe("final");
     if (third.kind !== "final") return;
     expect(third.usage.modelCalls).toBe(1);
-    expect(third.text).toBe("Results: look_up -> order 1 is shipped | look_up -> order 2 is shipped | look_up -> order 3 is shipped");
+    expect(third.text).toBe(
+      "Results: look_up -> order 1 is shipped | look_up -> order 2 is shipped | look_up -> order 3 is shipped",
+    );
     // one history item per SDK item after the user item, with display projections
-    expect(third.items.map((i) => i.display.role)).toEqual(["assistant", "assistant", "tool", "tool", "assistant", "tool", "assistant"]);
-    expect(third.items[0]!.display.toolCalls?.[0]).toEqual({ toolCallId: first.calls[0]!.toolCallId, name: "look_up", arguments: '{"id":"1"}' });
-    expect(third.items[2]!.display).toEqual({ role: "tool", text: "order 1 is shipped", toolCallId: first.calls[0]!.toolCallId });
+    expect(third.items.map((i) => i.display.role)).toEqual([
+      "assistant",
+      "assistant",
+      "tool",
+      "tool",
+      "assistant",
+      "tool",
+      "assistant",
+    ]);
+    expect(third.items[0]!.display.toolCalls?.[0]).toEqual({
+      toolCallId: first.calls[0]!.toolCallId,
+      name: "look_up",
+      arguments: '{"id":"1"}',
+    });
+    expect(third.items[2]!.display).toEqual({
+      role: "tool",
+      text: "order 1 is shipped",
+      toolCallId: first.calls[0]!.toolCallId,
+    });
     expect(third.items.at(-1)!.display).toEqual({ role: "assistant", text: third.text });
     expect((third.items.at(-1)!.item as { type: string }).type).toBe("message");
   });
@@ -67,8 +102,10 @@ describe("OpenAIAgentsRunner", () => {
       {
         decide: (call) => {
           if (call.name === "cancel") return { status: "rejected", text: "Not today, said Dana.", output: null };
-          if (call.name === "refund") return { status: "outcome_unknown", text: "The outcome is unknown: the worker died.", output: null };
-          if (call.arguments.includes('"4"')) return { status: "failed", text: "The tool call failed: timeout", output: null };
+          if (call.name === "refund")
+            return { status: "outcome_unknown", text: "The outcome is unknown: the worker died.", output: null };
+          if (call.arguments.includes('"4"'))
+            return { status: "failed", text: "The tool call failed: timeout", output: null };
           return undefined;
         },
       },
@@ -81,7 +118,12 @@ describe("OpenAIAgentsRunner", () => {
 
   it("reports the tool's own needsApproval, evaluated per call on the parsed arguments", async () => {
     const { runner } = orderAgent();
-    const history = [runner.userItem("message", 'call refund {"id":"1","amount":50}\ncall refund {"id":"2","amount":500}\ncall cancel {"id":"3"}')];
+    const history = [
+      runner.userItem(
+        "message",
+        'call refund {"id":"1","amount":50}\ncall refund {"id":"2","amount":500}\ncall cancel {"id":"3"}',
+      ),
+    ];
     const result = await runner.runModel(input(runner, history, 0, null, []));
     if (result.kind !== "tool_calls") throw new Error("expected tool calls");
     expect(result.calls.map((c) => c.needsApproval)).toEqual([false, true, true]);
@@ -93,14 +135,20 @@ describe("OpenAIAgentsRunner", () => {
 
   it("validates arguments in callTool: invalid ones fail with a clear message and the tool does not run", async () => {
     const { runner, runs } = orderAgent();
-    const call = (args: string) => callOnce(runner, "s", "t", { toolCallId: "c1", name: "refund", arguments: args, needsApproval: false });
+    const call = (args: string) =>
+      callOnce(runner, "s", "t", { toolCallId: "c1", name: "refund", arguments: args, needsApproval: false });
     const mistyped = await call('{"id":"1","amount":"lots"}');
     expect(mistyped.status).toBe("failed");
     expect(mistyped.text).toMatch(/Invalid arguments for tool "refund": amount: .*number/);
     const notJson = await call("{oops");
     expect(notJson.status).toBe("failed");
     expect(notJson.text).toMatch(/Invalid arguments for tool "refund": not valid JSON/);
-    const unknown = await callOnce(runner, "s", "t", { toolCallId: "c2", name: "nope", arguments: "{}", needsApproval: false });
+    const unknown = await callOnce(runner, "s", "t", {
+      toolCallId: "c2",
+      name: "nope",
+      arguments: "{}",
+      needsApproval: false,
+    });
     expect(unknown.text).toMatch(/no tool named "nope"/);
     expect(runs).toEqual([]);
     const ok = await call('{"id":"1","amount":7}');
@@ -109,7 +157,15 @@ describe("OpenAIAgentsRunner", () => {
 
   it("lets a tool's errors reach the engine: a plain error throws, a ToolExecutionError throws as itself", async () => {
     const { runner } = orderAgent();
-    const base = { sessionId: "s", turnId: "t", toolCallId: "c", arguments: "{}", attempt: 1, idempotencyKey: "s/t/c", signal: new AbortController().signal };
+    const base = {
+      sessionId: "s",
+      turnId: "t",
+      toolCallId: "c",
+      arguments: "{}",
+      attempt: 1,
+      idempotencyKey: "s/t/c",
+      signal: new AbortController().signal,
+    };
     await expect(runner.callTool({ ...base, name: "explode" })).rejects.toThrow("the warehouse is on fire");
     const error = await runner.callTool({ ...base, name: "picky" }).catch((e: unknown) => e);
     expect(ToolExecutionError.isInstance(error)).toBe(true);
@@ -129,7 +185,9 @@ describe("OpenAIAgentsRunner", () => {
     expect(turn.outcomes[0]!.status).toBe("failed");
     expect(turn.outcomes[0]!.text).toMatch(/not valid JSON/);
     // The SDK answers a call it cannot parse with its own text (it redacts the arguments).
-    expect(turn.text).toBe("Results: refund -> An error occurred while parsing tool arguments. Please try again with valid JSON.");
+    expect(turn.text).toBe(
+      "Results: refund -> An error occurred while parsing tool arguments. Please try again with valid JSON.",
+    );
     expect(runs).toEqual([]);
     expect(model.calls).toBe(2);
   });
@@ -164,7 +222,9 @@ describe("OpenAIAgentsRunner", () => {
     expect(error).toBeInstanceOf(MaxTurnsExceededError);
     expect(model.calls).toBe(2);
     const { runner: roomy } = orderAgent({}, { maxTurns: 3 });
-    await expect(runTurn(roomy, [], 'call look_up {"id":"1"}\nthen\ncall look_up {"id":"2"}')).resolves.toMatchObject({ text: expect.stringContaining("order 2") });
+    await expect(runTurn(roomy, [], 'call look_up {"id":"1"}\nthen\ncall look_up {"id":"2"}')).resolves.toMatchObject({
+      text: expect.stringContaining("order 2"),
+    });
   });
 
   it("keeps the session history out of the saved run state and restores it on resume", async () => {
@@ -207,11 +267,17 @@ describe("OpenAIAgentsRunner", () => {
     if (first.kind !== "tool_calls") throw new Error("expected tool calls");
     const outcomes = [await callOnce(runner, "s", "t", first.calls[0]!)];
     const altered = [runner.userItem("message", "something else"), ...history.slice(1)];
-    await expect(runner.runModel(input(runner, altered, turnStart, first.runState, outcomes))).rejects.toSatisfy(RunStateMismatchError.isInstance);
-    const missing = await runner.runModel(input(runner, history, turnStart, first.runState, [])).catch((e: unknown) => e);
+    await expect(runner.runModel(input(runner, altered, turnStart, first.runState, outcomes))).rejects.toSatisfy(
+      RunStateMismatchError.isInstance,
+    );
+    const missing = await runner
+      .runModel(input(runner, history, turnStart, first.runState, []))
+      .catch((e: unknown) => e);
     expect(ContractViolationError.isInstance(missing) && missing.party === "engine").toBe(true);
     expect((missing as Error).message).toMatch(/no outcome was recorded/);
-    await expect(runner.runModel(input(runner, history, turnStart, "{}", outcomes))).rejects.toSatisfy(RunStateMismatchError.isInstance);
+    await expect(runner.runModel(input(runner, history, turnStart, "{}", outcomes))).rejects.toSatisfy(
+      RunStateMismatchError.isInstance,
+    );
   });
 
   it("builds user items and turn-failure notes the scripted model reads back", () => {
@@ -220,7 +286,12 @@ describe("OpenAIAgentsRunner", () => {
     const note = runner.userItem("turn_failure_note", "[previous turn failed] boom");
     expect(message.display).toEqual({ role: "user", text: "hi" });
     expect(note.display).toEqual({ role: "note", text: "[previous turn failed] boom" });
-    expect(scriptedInputFromItems([note.item, message.item] as never)).toEqual({ userText: "hi", toolResponses: 0, toolResults: [], failureNotesSeen: 1 });
+    expect(scriptedInputFromItems([note.item, message.item] as never)).toEqual({
+      userText: "hi",
+      toolResponses: 0,
+      toolResults: [],
+      failureNotesSeen: 1,
+    });
   });
 
   it("a retried step (same run state, same outcomes) gets the same answer", async () => {
@@ -247,7 +318,7 @@ describe("OpenAIAgentsRunner", () => {
       name: "who_am_i",
       description: "The tenant.",
       parameters: z.object({}),
-      execute: (_args, context) => `tenant ${(context?.context as { tenant: string }).tenant}`,
+      execute: (_args, context) => `tenant ${(context!.context as { tenant: string }).tenant}`,
     });
     const agent = new Agent<{ tenant: string }>({
       name: "ctx",
@@ -284,7 +355,9 @@ describe("OpenAIAgentsRunner", () => {
 
     const controller = new AbortController();
     controller.abort(new Error("lease lost"));
-    await expect(runner.runModel({ ...input(runner, history, 0, null, []), signal: controller.signal })).rejects.toThrow();
+    await expect(
+      runner.runModel({ ...input(runner, history, 0, null, []), signal: controller.signal }),
+    ).rejects.toThrow();
 
     // Aborted while the model streams: the step fails, it does not end as an empty final answer.
     const slow = {
@@ -298,6 +371,8 @@ describe("OpenAIAgentsRunner", () => {
     const slowRunner = new OpenAIAgentsRunner(new Agent({ name: "a" }), { model: slow as never });
     const midway = new AbortController();
     setTimeout(() => midway.abort(new Error("lease lost midway")), 50);
-    await expect(slowRunner.runModel({ ...input(slowRunner, history, 0, null, []), signal: midway.signal })).rejects.toThrow();
+    await expect(
+      slowRunner.runModel({ ...input(slowRunner, history, 0, null, []), signal: midway.signal }),
+    ).rejects.toThrow();
   });
 });

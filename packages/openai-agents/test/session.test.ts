@@ -30,7 +30,12 @@ describe("openAIAgentsSession on core's worker and the memory store", () => {
       },
     });
     const billing = new Agent({ name: "billing", instructions: "Refund orders.", tools: [createRefund] });
-    const support = new Agent({ name: "support", instructions: "Help with orders.", tools: [searchOrders], handoffs: [billing] });
+    const support = new Agent({
+      name: "support",
+      instructions: "Help with orders.",
+      tools: [searchOrders],
+      handoffs: [billing],
+    });
     const model = new ScriptedModel();
     const definition = openAIAgentsSession(support, {
       name: "support",
@@ -42,7 +47,8 @@ describe("openAIAgentsSession on core's worker and the memory store", () => {
     const worker = new Worker({ store, sessions: [definition] }).start();
     workers.push(worker);
     const client = new SessionClient({ store, agents: ["support"] });
-    const message = 'call search_orders {"customer_id":"3"}\nthen\ncall transfer_to_billing {}\nthen\ncall create_refund {"order_id":"7"}';
+    const message =
+      'call search_orders {"customer_id":"3"}\nthen\ncall transfer_to_billing {}\nthen\ncall create_refund {"order_id":"7"}';
     const { sessionId } = await client.startSession({ agent: "support", sessionId: "session-42", message });
 
     const waiting = await client.waitUntilIdle(sessionId);
@@ -56,7 +62,9 @@ describe("openAIAgentsSession on core's worker and the memory store", () => {
     expect(refunds).toHaveLength(1);
     const last = done.messages.at(-1)!;
     expect(last.role).toBe("assistant");
-    expect(last.text).toMatch(/search_orders -> customer 3 has order 7 \| transfer_to_billing -> .* \| create_refund -> refunded order 7$/);
+    expect(last.text).toMatch(
+      /search_orders -> customer 3 has order 7 \| transfer_to_billing -> .* \| create_refund -> refunded order 7$/,
+    );
     expect(done.usage.modelCalls).toBe(model.calls);
     const steps = (await client.steps(sessionId)).map((s) => s.step);
     expect(steps.filter((s) => s === "RunModel")).toHaveLength(3); // the handoff step made two model calls

@@ -8,7 +8,7 @@ storeConformance({ describe, it, afterEach }, async () => {
   return { store, raw: memoryRawReader(store) };
 });
 
-let made: ScriptedRunner[] = [];
+const made: ScriptedRunner[] = [];
 runnerConformance(
   { describe, it },
   {

@@ -61,7 +61,9 @@ export class PostgresStore implements SessionStore {
     }
     const pollIntervalMs = options.pollIntervalMs ?? 5000;
     if (!Number.isFinite(pollIntervalMs) || pollIntervalMs < 10) {
-      throw new ConfigurationError("invalid pollIntervalMs", ["pollIntervalMs is a number of milliseconds, at least 10"]);
+      throw new ConfigurationError("invalid pollIntervalMs", [
+        "pollIntervalMs is a number of milliseconds, at least 10",
+      ]);
     }
     const schema = schemaName(options.schema);
     this.pool = options.pool;

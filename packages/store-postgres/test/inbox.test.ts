@@ -50,7 +50,9 @@ describe("inbox", () => {
   it("refuses a missing session with SessionNotFoundError", async () => {
     const store = db.store();
     await expect(store.enqueue("missing", message("x"), "k")).rejects.toSatisfy(SessionNotFoundError.isInstance);
-    const rows = await db.pool.query("SELECT count(*)::int AS n FROM durable_agents.inbox WHERE session_id = 'missing'");
+    const rows = await db.pool.query(
+      "SELECT count(*)::int AS n FROM durable_agents.inbox WHERE session_id = 'missing'",
+    );
     expect(rows.rows[0].n).toBe(0);
   });
 

@@ -94,7 +94,14 @@ describe("acquireLease", () => {
     const fresh = await store.acquireLease({ workerId: "fresh", ttlMs: 10_000, agents: [agent] });
     expect(fresh).toMatchObject({ sessionId: id, workerId: "fresh", fence: stale.fence + 1 });
     await expect(
-      store.commit({ sessionId: id!, fence: stale.fence, expectedVersion: 1, head: head(id!, { agent }), runnable: false, events: [] }),
+      store.commit({
+        sessionId: id!,
+        fence: stale.fence,
+        expectedVersion: 1,
+        head: head(id!, { agent }),
+        runnable: false,
+        events: [],
+      }),
     ).rejects.toSatisfy(LeaseLostError.isInstance);
     // The stale worker's release does not free the fresh worker's lease.
     await store.releaseLease(stale);

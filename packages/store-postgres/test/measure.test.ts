@@ -40,7 +40,9 @@ const ms = (value: number) => `${value.toFixed(3)} ms`;
 
 describe("measurement", () => {
   it("prints a commit's latency next to one single-row insert (synchronous_commit on)", async () => {
-    const setting = await pool.query("SELECT current_setting('synchronous_commit') AS s, current_setting('fsync') AS f");
+    const setting = await pool.query(
+      "SELECT current_setting('synchronous_commit') AS s, current_setting('fsync') AS f",
+    );
     expect(setting.rows[0]).toEqual({ s: "on", f: "on" });
     const store = new PostgresStore({ pool });
     const bigHead = head("measured", {
@@ -75,7 +77,9 @@ describe("measurement", () => {
        FROM generate_series($1::bigint, $1::bigint + 4999) AS p`,
       [history],
     );
-    await pool.query("UPDATE durable_agents.sessions SET history_length = history_length + 5000 WHERE session_id = 'measured'");
+    await pool.query(
+      "UPDATE durable_agents.sessions SET history_length = history_length + 5000 WHERE session_id = 'measured'",
+    );
     history += 5000;
     const late = await time(commit);
     const eventsOnly = await time(() =>

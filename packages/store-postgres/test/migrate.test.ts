@@ -50,5 +50,4 @@ describe("migrate", () => {
     expect(await tables("printed")).toEqual(["events", "history", "inbox", "migrations", "sessions"]);
     expect(await migrate(db.pool, { schema: "printed" })).toEqual({ applied: [] });
   });
-
 });

@@ -24,7 +24,13 @@ function recorder() {
     new Promise<void>((resolve, reject) => {
       if (seen.some(match)) return resolve();
       const timer = setTimeout(() => reject(new Error(`no matching notification; saw ${JSON.stringify(seen)}`)), ms);
-      waiters.push({ match, resolve: () => (clearTimeout(timer), resolve()) });
+      waiters.push({
+        match,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
     });
   return { seen, listener, waitFor };
 }

@@ -12,10 +12,14 @@ import { createTestDatabase, type TestDatabase } from "../src/testing/index.js";
 // Everything here runs the package as it is published (dist) in child processes: build it first.
 const root = fileURLToPath(new URL("..", import.meta.url));
 beforeAll(() => {
-  execFileSync(process.execPath, [fileURLToPath(import.meta.resolve("typescript/bin/tsc")), "-p", "tsconfig.build.json"], {
-    cwd: root,
-    stdio: "pipe",
-  });
+  execFileSync(
+    process.execPath,
+    [fileURLToPath(import.meta.resolve("typescript/bin/tsc")), "-p", "tsconfig.build.json"],
+    {
+      cwd: root,
+      stdio: "pipe",
+    },
+  );
 }, 120_000);
 
 describe("commands", () => {
@@ -58,7 +62,11 @@ describe("commands", () => {
     // The server is gone once the command returned.
     const after = spawnSync(
       process.execPath,
-      ["--input-type=module", "-e", `const { default: pg } = await import("pg"); await new pg.Client({ connectionString: "${seen.url}" }).connect();`],
+      [
+        "--input-type=module",
+        "-e",
+        `const { default: pg } = await import("pg"); await new pg.Client({ connectionString: "${seen.url}" }).connect();`,
+      ],
       { cwd: root, encoding: "utf8" },
     );
     expect(after.status, `${seen.url} still answers`).not.toBe(0);
@@ -118,9 +126,13 @@ describe("worker processes sharing one database", () => {
       ids.push(sessionId);
     }
     for (const id of ids) {
-      const snapshot = await client.waitFor(id, (s) => s.status === "idle" && s.turnCount === 2 && s.queuedMessages === 0, {
-        timeoutMs: 30_000,
-      });
+      const snapshot = await client.waitFor(
+        id,
+        (s) => s.status === "idle" && s.turnCount === 2 && s.queuedMessages === 0,
+        {
+          timeoutMs: 30_000,
+        },
+      );
       expect(snapshot.turn?.phase).toBe("completed");
       expect(snapshot.turn?.finalText).toContain(`order ${id.slice("order-".length)}-b has shipped`);
     }
@@ -144,7 +156,9 @@ describe("worker processes sharing one database", () => {
           }),
       ),
     ).then((codes) => expect(codes).toEqual([0, 0, 0]));
-    const leased = await pool.query("SELECT count(*)::int AS n FROM durable_agents.sessions WHERE lease_owner IS NOT NULL");
+    const leased = await pool.query(
+      "SELECT count(*)::int AS n FROM durable_agents.sessions WHERE lease_owner IS NOT NULL",
+    );
     expect(leased.rows[0].n).toBe(0);
     await store.close();
     if (workerErrors.length > 0) console.log(`worker processes reported:\n${workerErrors.join("")}`);

@@ -55,7 +55,10 @@ describe("after PostgreSQL restarts", () => {
     // Writer 1: 60 messages, each retried with its dedupe key until the store answers.
     const messages = (async () => {
       for (let n = 0; n < 60; n++) {
-        await retry(() => store.enqueue(id, { kind: "message", text: `m${n}`, messageId: `m${n}` }, `m${n}`), inboxFailures);
+        await retry(
+          () => store.enqueue(id, { kind: "message", text: `m${n}`, messageId: `m${n}` }, `m${n}`),
+          inboxFailures,
+        );
         await sleep(5);
       }
     })();

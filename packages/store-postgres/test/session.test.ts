@@ -168,7 +168,14 @@ describe("commit", () => {
   it("refuses a moved version with VersionConflictError and writes nothing", async () => {
     const id = newId();
     const { store, lease } = await leased(id);
-    await store.commit({ sessionId: id, fence: lease.fence, expectedVersion: 1, head: head(id), runnable: true, events: [] });
+    await store.commit({
+      sessionId: id,
+      fence: lease.fence,
+      expectedVersion: 1,
+      head: head(id),
+      runnable: true,
+      events: [],
+    });
     const error = await store
       .commit({
         sessionId: id,

@@ -7,7 +7,14 @@ import { statSync } from "node:fs";
 import { DatabaseSync } from "node:sqlite";
 import { ConfigurationError, StoreOpenError, type StoreOpenReason } from "@durable-agents/core";
 import { APPLICATION_ID, LATEST_VERSION, migrations } from "./schema.js";
-import { sqliteCode, SQLITE_BUSY, SQLITE_CANTOPEN, SQLITE_NOTADB, SQLITE_PERM, SQLITE_READONLY } from "./sqlite-codes.js";
+import {
+  sqliteCode,
+  SQLITE_BUSY,
+  SQLITE_CANTOPEN,
+  SQLITE_NOTADB,
+  SQLITE_PERM,
+  SQLITE_READONLY,
+} from "./sqlite-codes.js";
 
 export type Synchronous = "full" | "normal";
 
@@ -24,10 +31,14 @@ export function openDatabase(options: OpenOptions): DatabaseSync {
     throw new ConfigurationError("SqliteStore needs a file path", ["options.path is not a non-empty string"]);
   }
   if (path === ":memory:" || path.startsWith("file:")) {
-    throw new ConfigurationError("SqliteStore keeps sessions in a file: give a file path", [`options.path is "${path}"`]);
+    throw new ConfigurationError("SqliteStore keeps sessions in a file: give a file path", [
+      `options.path is "${path}"`,
+    ]);
   }
   if (options.synchronous !== "full" && options.synchronous !== "normal") {
-    throw new ConfigurationError('synchronous is "full" or "normal"', [`synchronous is ${String(options.synchronous)}`]);
+    throw new ConfigurationError('synchronous is "full" or "normal"', [
+      `synchronous is ${String(options.synchronous)}`,
+    ]);
   }
   const existing = statSync(path, { throwIfNoEntry: false });
   if (existing?.isDirectory()) throw new StoreOpenError("cannot_open", path, `"${path}" is a folder, not a store file`);
@@ -60,7 +71,9 @@ function check(db: DatabaseSync, path: string): void {
     objects = Number((db.prepare("SELECT count(*) AS n FROM sqlite_schema").get() as { n: number }).n);
   } catch (error) {
     if (sqliteCode(error) === SQLITE_NOTADB) {
-      throw new StoreOpenError("not_a_database", path, `"${path}" is not a SQLite database; it was left untouched`, { cause: error });
+      throw new StoreOpenError("not_a_database", path, `"${path}" is not a SQLite database; it was left untouched`, {
+        cause: error,
+      });
     }
     throw refusal(path, error, "cannot_open", "cannot be read");
   }
@@ -89,7 +102,11 @@ function configure(db: DatabaseSync, path: string, synchronous: Synchronous): vo
     throw refusal(path, error, "not_writable", "cannot be written");
   }
   if (mode.toLowerCase() !== "wal") {
-    throw new StoreOpenError("not_writable", path, `"${path}" cannot use write-ahead logging (journal mode stays "${mode}")`);
+    throw new StoreOpenError(
+      "not_writable",
+      path,
+      `"${path}" cannot use write-ahead logging (journal mode stays "${mode}")`,
+    );
   }
   db.exec(`PRAGMA synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}`);
   db.exec("PRAGMA foreign_keys = OFF");
@@ -105,7 +122,11 @@ function migrate(db: DatabaseSync, path: string): void {
   try {
     const current = Number((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version);
     if (current > LATEST_VERSION) {
-      throw new StoreOpenError("newer_schema", path, `"${path}" was migrated to schema version ${current} by a newer package`);
+      throw new StoreOpenError(
+        "newer_schema",
+        path,
+        `"${path}" was migrated to schema version ${current} by a newer package`,
+      );
     }
     for (const migration of migrations) {
       if (migration.version <= current) continue;
@@ -127,7 +148,11 @@ function refusal(path: string, error: unknown, fallback: StoreOpenReason, what: 
   const code = sqliteCode(error);
   const detail = error instanceof Error ? error.message : String(error);
   const reason: StoreOpenReason =
-    code === SQLITE_READONLY || code === SQLITE_PERM ? "not_writable" : code === SQLITE_CANTOPEN ? "cannot_open" : fallback;
+    code === SQLITE_READONLY || code === SQLITE_PERM
+      ? "not_writable"
+      : code === SQLITE_CANTOPEN
+        ? "cannot_open"
+        : fallback;
   const hint = code === SQLITE_BUSY ? " (another process holds the file locked)" : "";
   return new StoreOpenError(reason, path, `"${path}" ${what}: ${detail}${hint}`, { cause: error });
 }

@@ -25,7 +25,9 @@ export function sqliteRawReader(path: string): RawStoreReader & { close(): void 
       };
     },
     async history(sessionId) {
-      return all("SELECT item FROM history WHERE session_id = ? ORDER BY position", sessionId).map((row) => JSON.parse(String(row.item)));
+      return all("SELECT item FROM history WHERE session_id = ? ORDER BY position", sessionId).map((row) =>
+        JSON.parse(String(row.item)),
+      );
     },
     async events(sessionId) {
       return all("SELECT seq, type, data FROM events WHERE session_id = ? ORDER BY seq", sessionId).map((row) => ({
@@ -35,11 +37,13 @@ export function sqliteRawReader(path: string): RawStoreReader & { close(): void 
       }));
     },
     async inbox(sessionId) {
-      return all("SELECT seq, dedupe_key, entry FROM inbox WHERE session_id = ? ORDER BY seq", sessionId).map((row) => ({
-        seq: Number(row.seq),
-        dedupeKey: row.dedupe_key === null ? null : String(row.dedupe_key),
-        entry: JSON.parse(String(row.entry)),
-      }));
+      return all("SELECT seq, dedupe_key, entry FROM inbox WHERE session_id = ? ORDER BY seq", sessionId).map(
+        (row) => ({
+          seq: Number(row.seq),
+          dedupeKey: row.dedupe_key === null ? null : String(row.dedupe_key),
+          entry: JSON.parse(String(row.entry)),
+        }),
+      );
     },
     close: () => db.close(),
   };

@@ -90,7 +90,9 @@ export class SqliteStore implements SessionStore {
       throw new ConfigurationError("invalid busyTimeoutMs", ["busyTimeoutMs is a non-negative number of milliseconds"]);
     }
     if (!Number.isFinite(watchIntervalMs) || watchIntervalMs < 1) {
-      throw new ConfigurationError("invalid watchIntervalMs", ["watchIntervalMs is a number of milliseconds, at least 1"]);
+      throw new ConfigurationError("invalid watchIntervalMs", [
+        "watchIntervalMs is a number of milliseconds, at least 1",
+      ]);
     }
     this.db = openDatabase({ path: options?.path, synchronous: options.synchronous ?? "full", busyTimeoutMs });
     this.db.exec(`PRAGMA busy_timeout = ${Math.min(SYNC_BUSY_MS, busyTimeoutMs)}`);
@@ -98,9 +100,14 @@ export class SqliteStore implements SessionStore {
     this.statements = prepareStatements(this.db);
     this.now = options.now ?? Date.now;
     this.busyTimeoutMs = busyTimeoutMs;
-    this.watcher = new ChangeWatcher(this.statements, watchIntervalMs, (n) => this.emit(n), () => {});
-    let peers = openStores.get(this.path);
-    if (!peers) openStores.set(this.path, (peers = new Set()));
+    this.watcher = new ChangeWatcher(
+      this.statements,
+      watchIntervalMs,
+      (n) => this.emit(n),
+      () => {},
+    );
+    const peers = openStores.get(this.path) ?? new Set<SqliteStore>();
+    openStores.set(this.path, peers);
     peers.add(this);
   }
 
@@ -136,7 +143,10 @@ export class SqliteStore implements SessionStore {
   async loadSession(sessionId: string): Promise<StoredSession | null> {
     storeInput.checkSessionId(sessionId);
     const row = await this.read(
-      () => this.statements.loadSession.get(sessionId) as { head: string; version: number; last_event_seq: number } | undefined,
+      () =>
+        this.statements.loadSession.get(sessionId) as
+          | { head: string; version: number; last_event_seq: number }
+          | undefined,
     );
     if (!row) return null;
     return { head: JSON.parse(row.head), version: row.version, lastEventSeq: row.last_event_seq };
@@ -170,11 +180,18 @@ export class SqliteStore implements SessionStore {
         if (runnable === row.runnable && head.inboxCursor === row.inbox_cursor) {
           this.statements.commitHead.run(text, history.length, events.length, row.id);
         } else {
-          this.statements.commitHeadAndWork.run(text, runnable, head.inboxCursor, history.length, events.length, row.id);
+          this.statements.commitHeadAndWork.run(
+            text,
+            runnable,
+            head.inboxCursor,
+            history.length,
+            events.length,
+            row.id,
+          );
         }
-        history.forEach((item, i) =>
-          this.statements.insertHistory.run(commit.sessionId, row.history_length + i, JSON.stringify(item)),
-        );
+        for (const [i, item] of history.entries()) {
+          this.statements.insertHistory.run(commit.sessionId, row.history_length + i, JSON.stringify(item));
+        }
       }
       this.insertEvents(commit.sessionId, row.last_event_seq, events, now);
       return {
@@ -210,7 +227,9 @@ export class SqliteStore implements SessionStore {
   async readInbox(sessionId: string, afterSeq: number): Promise<InboxItem[]> {
     storeInput.checkSessionId(sessionId);
     storeInput.checkCount("afterSeq", afterSeq);
-    const rows = await this.read(() => this.statements.readInbox.all(sessionId, afterSeq) as { seq: number; entry: string }[]);
+    const rows = await this.read(
+      () => this.statements.readInbox.all(sessionId, afterSeq) as { seq: number; entry: string }[],
+    );
     return rows.map((row) => ({ ...(JSON.parse(row.entry) as InboxEntry), seq: row.seq }));
   }
 
@@ -219,7 +238,9 @@ export class SqliteStore implements SessionStore {
     if (options.agents.length === 0) return null;
     const agents = JSON.stringify(options.agents);
     // A read first: a worker that finds nothing to do never takes the file's write lock.
-    const candidate = await this.read(() => this.statements.findReady.get(agents, this.now()) as { session_id: string } | undefined);
+    const candidate = await this.read(
+      () => this.statements.findReady.get(agents, this.now()) as { session_id: string } | undefined,
+    );
     if (!candidate) return null;
     return this.write(() => {
       // In the write transaction the candidate is checked again: another process may have taken it.
@@ -231,7 +252,12 @@ export class SqliteStore implements SessionStore {
         | { fence: number; lease_expires_at: number }
         | undefined;
       if (!row) return null;
-      return { sessionId: found.session_id, workerId: options.workerId, fence: row.fence, expiresAt: row.lease_expires_at };
+      return {
+        sessionId: found.session_id,
+        workerId: options.workerId,
+        fence: row.fence,
+        expiresAt: row.lease_expires_at,
+      };
     });
   }
 
@@ -240,9 +266,13 @@ export class SqliteStore implements SessionStore {
     storeInput.checkTtl(ttlMs);
     return this.write(() => {
       const now = this.now();
-      const row = this.statements.renewLease.get(now + Math.ceil(ttlMs), lease.sessionId, lease.fence, lease.workerId, now) as
-        | { lease_expires_at: number }
-        | undefined;
+      const row = this.statements.renewLease.get(
+        now + Math.ceil(ttlMs),
+        lease.sessionId,
+        lease.fence,
+        lease.workerId,
+        now,
+      ) as { lease_expires_at: number } | undefined;
       return row ? { ...lease, expiresAt: row.lease_expires_at } : null;
     });
   }
@@ -250,7 +280,9 @@ export class SqliteStore implements SessionStore {
   async releaseLease(lease: Lease): Promise<void> {
     storeInput.checkLease(lease);
     const hasWork = await this.write(() => {
-      const row = this.statements.releaseLease.get(this.now(), lease.sessionId, lease.fence) as { has_work: number } | undefined;
+      const row = this.statements.releaseLease.get(this.now(), lease.sessionId, lease.fence) as
+        | { has_work: number }
+        | undefined;
       if (row?.has_work) this.statements.bumpWork.run();
       return Boolean(row?.has_work);
     });
@@ -260,9 +292,17 @@ export class SqliteStore implements SessionStore {
   async readEvents(sessionId: string, afterSeq: number, limit = 1000): Promise<SessionEvent[]> {
     storeInput.checkEventPage(sessionId, afterSeq, limit);
     const rows = await this.read(
-      () => this.statements.readEvents.all(sessionId, afterSeq, limit) as { seq: number; at: string; type: string; data: string }[],
+      () =>
+        this.statements.readEvents.all(sessionId, afterSeq, limit) as {
+          seq: number;
+          at: string;
+          type: string;
+          data: string;
+        }[],
     );
-    return rows.map((row) => ({ seq: row.seq, at: row.at, type: row.type, data: JSON.parse(row.data) }) as SessionEvent);
+    return rows.map(
+      (row) => ({ seq: row.seq, at: row.at, type: row.type, data: JSON.parse(row.data) }) as SessionEvent,
+    );
   }
 
   /**
@@ -298,9 +338,9 @@ export class SqliteStore implements SessionStore {
 
   private insertEvents(sessionId: string, lastSeq: number, events: readonly EventBody[], now: number): void {
     const at = new Date(now).toISOString();
-    events.forEach((event, i) =>
-      this.statements.insertEvent.run(sessionId, lastSeq + i + 1, at, event.type, JSON.stringify(event.data)),
-    );
+    for (const [i, event] of events.entries()) {
+      this.statements.insertEvent.run(sessionId, lastSeq + i + 1, at, event.type, JSON.stringify(event.data));
+    }
   }
 
   /**
@@ -335,7 +375,9 @@ export class SqliteStore implements SessionStore {
       } catch (error) {
         if (!isBusy(error)) throw error;
         if (Date.now() >= deadline) {
-          throw new WaitTimeoutError(`the store file "${this.path}" stayed locked by another process for ${this.busyTimeoutMs} ms`);
+          throw new WaitTimeoutError(
+            `the store file "${this.path}" stayed locked by another process for ${this.busyTimeoutMs} ms`,
+          );
         }
         await new Promise((resolve) => setTimeout(resolve, Math.min(attempt, 8) * (0.5 + Math.random())));
       }

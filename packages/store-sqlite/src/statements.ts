@@ -58,7 +58,8 @@ RETURNING ${ready} AS has_work`,
   readEvents: "SELECT seq, at, type, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
   // The change watcher's reads (another process's writes).
   dataVersion: "PRAGMA data_version",
-  lastIds: "SELECT (SELECT COALESCE(max(id), 0) FROM events) AS events, (SELECT COALESCE(max(id), 0) FROM inbox) AS inbox, (SELECT value FROM signals WHERE name = 'work') AS work",
+  lastIds:
+    "SELECT (SELECT COALESCE(max(id), 0) FROM events) AS events, (SELECT COALESCE(max(id), 0) FROM inbox) AS inbox, (SELECT value FROM signals WHERE name = 'work') AS work",
   newEvents: "SELECT session_id, max(id) AS last FROM events WHERE id > ? GROUP BY session_id",
   newInbox: "SELECT session_id, max(id) AS last FROM inbox WHERE id > ? GROUP BY session_id",
 } as const;

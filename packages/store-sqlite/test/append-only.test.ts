@@ -25,7 +25,11 @@ it("writes as many pages per commit at 1,000 history items as at 10", async () =
   harness = openTempSqliteStore();
   const { store, path } = harness;
   const head = newSessionHead("s-grow", "agent", new Date().toISOString());
-  await store.createSession({ head, events: [], inbox: { entry: { kind: "message", text: "go", messageId: null }, dedupeKey: null } });
+  await store.createSession({
+    head,
+    events: [],
+    inbox: { entry: { kind: "message", text: "go", messageId: null }, dedupeKey: null },
+  });
   const lease = (await store.acquireLease({ workerId: "w", ttlMs: 60_000, agents: ["agent"] }))!;
   let version = 1;
   let length = 0;
@@ -64,7 +68,9 @@ it("writes as many pages per commit at 1,000 history items as at 10", async () =
     const atThousand = await pagesPerCommit(20);
     console.log(`WAL pages per commit: ${atTen} at 10 history items, ${atThousand} at 1,000`);
     expect(atTen).toBeGreaterThan(0);
-    expect(atThousand, `pages per commit: ${atTen} at 10 items, ${atThousand} at 1,000`).toBeLessThanOrEqual(atTen * 1.25 + 1);
+    expect(atThousand, `pages per commit: ${atTen} at 10 items, ${atThousand} at 1,000`).toBeLessThanOrEqual(
+      atTen * 1.25 + 1,
+    );
   } finally {
     reader.exec("COMMIT");
     reader.close();

@@ -31,7 +31,10 @@ async function openAsOtherUser(path: string): Promise<{ reason: string; message:
     try { new SqliteStore({ path: ${JSON.stringify(path)} }).close(); console.log(JSON.stringify({ reason: "opened", message: "" })); }
     catch (e) { console.log(JSON.stringify({ reason: e.reason ?? e.code ?? "other", message: e.message })); }`;
   const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-  const child = spawn(process.execPath, ["--input-type=module", "-e", script], { ...asNobody, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+    ...asNobody,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let out = "";
   child.stdout.on("data", (chunk) => (out += chunk));
   await once(child, "exit");

@@ -20,7 +20,10 @@ function setup(options: { busyTimeoutMs?: number } = {}) {
   const dir = tempStoreDir();
   const path = dir.file();
   const store = new SqliteStore({ path, ...options });
-  cleanups.push(() => dir.remove(), () => store.close());
+  cleanups.push(
+    () => dir.remove(),
+    () => store.close(),
+  );
   const other = (): StoreProcess => {
     const child = startStoreProcess(path);
     cleanups.push(() => child.stop());
@@ -52,7 +55,14 @@ describe("two processes on one file", () => {
     await child.notified((n) => n.kind === "work");
 
     const lease = (await store.acquireLease({ workerId: "parent", ttlMs: 5_000, agents: [agent] }))!;
-    await store.commit({ sessionId: "s-wake", fence: lease.fence, expectedVersion: 1, head: { ...head, inboxCursor: 1 }, runnable: true, events: [] });
+    await store.commit({
+      sessionId: "s-wake",
+      fence: lease.fence,
+      expectedVersion: 1,
+      head: { ...head, inboxCursor: 1 },
+      runnable: true,
+      events: [],
+    });
     child.notifications.length = 0;
     await store.releaseLease(lease);
     await child.notified((n) => n.kind === "work");
@@ -65,7 +75,12 @@ describe("two processes on one file", () => {
     store.subscribe((n) => seen.push(n.kind === "work" ? "work" : `${n.kind}:${n.sessionId}`));
     const child = other();
     const lease = await child.call<Lease>("acquire", { workerId: "child", ttlMs: 5_000, agents: [agent] });
-    await child.call("commit", { sessionId: "s-back", fence: lease.fence, expectedVersion: 1, events: [{ type: "message_queued", data: { text: "x", position: 1 } }] });
+    await child.call("commit", {
+      sessionId: "s-back",
+      fence: lease.fence,
+      expectedVersion: 1,
+      events: [{ type: "message_queued", data: { text: "x", position: 1 } }],
+    });
     await expect.poll(() => seen, { timeout: 5_000 }).toContain("events:s-back");
   });
 
@@ -73,7 +88,8 @@ describe("two processes on one file", () => {
     const { store, other } = setup();
     const ids = Array.from({ length: 30 }, (_, i) => `s-${i}`);
     for (const id of ids) await create(store, id);
-    for (const id of ids) for (let m = 0; m < 3; m++) await store.enqueue(id, { kind: "message", text: `m${m}`, messageId: null }, null);
+    for (const id of ids)
+      for (let m = 0; m < 3; m++) await store.enqueue(id, { kind: "message", text: `m${m}`, messageId: null }, null);
     const a = other();
     const b = other();
     const [takenA, takenB] = await Promise.all([
@@ -101,9 +117,23 @@ describe("two processes on one file", () => {
     const fresh = await child.call<Lease>("acquire", { workerId: "child", ttlMs: 5_000, agents: [agent] });
     expect(fresh.fence).toBe(stale.fence + 1);
     await expect(
-      store.commit({ sessionId: "s-stale", fence: stale.fence, expectedVersion: 1, head: { ...head, turnCount: 7 }, runnable: false, events: [{ type: "message_queued", data: { text: "stale", position: 1 } }] }),
+      store.commit({
+        sessionId: "s-stale",
+        fence: stale.fence,
+        expectedVersion: 1,
+        head: { ...head, turnCount: 7 },
+        runnable: false,
+        events: [{ type: "message_queued", data: { text: "stale", position: 1 } }],
+      }),
     ).rejects.toSatisfy(LeaseLostError.isInstance);
-    await child.call("commit", { sessionId: "s-stale", fence: fresh.fence, expectedVersion: 1, head: { ...head, inboxCursor: 1 }, runnable: false, events: [] });
+    await child.call("commit", {
+      sessionId: "s-stale",
+      fence: fresh.fence,
+      expectedVersion: 1,
+      head: { ...head, inboxCursor: 1 },
+      runnable: false,
+      events: [],
+    });
     const stored = await store.loadSession("s-stale");
     expect(stored?.head.turnCount).toBe(0);
     expect(stored?.head.inboxCursor).toBe(1);
@@ -118,9 +148,9 @@ describe("two processes on one file", () => {
     await child.line("lock");
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 5);
-    await expect(store.enqueue("s-busy", { kind: "message", text: "blocked", messageId: null }, "k1")).rejects.toSatisfy(
-      WaitTimeoutError.isInstance,
-    );
+    await expect(
+      store.enqueue("s-busy", { kind: "message", text: "blocked", messageId: null }, "k1"),
+    ).rejects.toSatisfy(WaitTimeoutError.isInstance);
     clearInterval(ticker);
     expect(ticks, "the event loop ran while the store waited").toBeGreaterThan(2);
     await held;
@@ -129,7 +159,10 @@ describe("two processes on one file", () => {
     cleanups.push(() => patient.close());
     const heldAgain = child.call("holdWriteLock", { ms: 200 });
     await child.line("lock");
-    expect(await patient.enqueue("s-busy", { kind: "message", text: "waited", messageId: null }, "k1")).toEqual({ seq: 1, duplicate: false });
+    expect(await patient.enqueue("s-busy", { kind: "message", text: "waited", messageId: null }, "k1")).toEqual({
+      seq: 1,
+      duplicate: false,
+    });
     await heldAgain;
   });
 });
@@ -140,7 +173,12 @@ it("lets several processes create and migrate a new file at the same moment", as
   const path = dir.file("fresh.db");
   const children = Array.from({ length: 4 }, () => startStoreProcess(path));
   cleanups.push(() => Promise.all(children.map((child) => child.stop())).then(() => undefined));
-  expect(await Promise.all(children.map((child) => child.call("readEvents", { sessionId: "none" })))).toEqual([[], [], [], []]);
+  expect(await Promise.all(children.map((child) => child.call("readEvents", { sessionId: "none" })))).toEqual([
+    [],
+    [],
+    [],
+    [],
+  ]);
   const store = new SqliteStore({ path });
   cleanups.push(() => store.close());
   await create(store, "s-after");
@@ -161,5 +199,7 @@ describe("stores of one process on one file", () => {
 
 it("reports a remote error as RemoteError", async () => {
   const { other } = setup();
-  await expect(other().call("commit", { sessionId: "none", fence: 1, expectedVersion: 1, events: [] })).rejects.toBeInstanceOf(RemoteError);
+  await expect(
+    other().call("commit", { sessionId: "none", fence: 1, expectedVersion: 1, events: [] }),
+  ).rejects.toBeInstanceOf(RemoteError);
 });

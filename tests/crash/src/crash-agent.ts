@@ -5,7 +5,13 @@
  * works, sleeps a few milliseconds (so a SIGKILL can land mid-call), and fails at random.
  */
 import { randomInt } from "node:crypto";
-import { currentToolCall, defineSession, ToolExecutionError, type SessionDefinition, type ToolEffect } from "@durable-agents/core";
+import {
+  currentToolCall,
+  defineSession,
+  ToolExecutionError,
+  type SessionDefinition,
+  type ToolEffect,
+} from "@durable-agents/core";
 import { ScriptedRunner, type ConformanceTool } from "@durable-agents/core/testing";
 import type { ExecutionLog, ExecutionResult } from "./execution-log.js";
 
@@ -58,7 +64,11 @@ function crashTool(name: CrashToolName, options: CrashAgentOptions): Conformance
       // Single-attempt tools fail half the time with a message for the model (recorded `failed`),
       // half the time with an error (recorded `outcome_unknown`); the others are retried.
       const result: ExecutionResult =
-        roll >= failureRate ? "ok" : crashTools[name].maxExecutions === 1 && roll < failureRate / 2 ? "tool_error" : "error";
+        roll >= failureRate
+          ? "ok"
+          : crashTools[name].maxExecutions === 1 && roll < failureRate / 2
+            ? "tool_error"
+            : "error";
       await options.executions.finish(id, Date.now(), result);
       if (result === "tool_error") throw new ToolExecutionError(`${name} refused key ${String(args.key)}`);
       if (result === "error") throw new Error(`${name} failed on attempt ${call.attempt} (injected)`);

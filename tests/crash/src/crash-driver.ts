@@ -187,7 +187,8 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
       const kind = messageKind(line);
       counts.workerErrors[kind] = (counts.workerErrors[kind] ?? 0) + 1;
       // A worker may report the database being away; anything else is the engine failing.
-      if (!backend.isExpectedWorkerError(line)) violations.push(`a worker reported an error that is not a lost connection: ${line.slice(0, 300)}`);
+      if (!backend.isExpectedWorkerError(line))
+        violations.push(`a worker reported an error that is not a lost connection: ${line.slice(0, 300)}`);
     },
   });
 
@@ -206,7 +207,10 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
   }
 
   const trackers = new Map<string, Tracker>(
-    plan.map((session) => [session.sessionId, { plan: session, cursor: 0, turnsEnded: 0, seenInterrupts: new Set(), waiters: [] }]),
+    plan.map((session) => [
+      session.sessionId,
+      { plan: session, cursor: 0, turnsEnded: 0, seenInterrupts: new Set(), waiters: [] },
+    ]),
   );
   let turnsEnded = 0;
   const progressListeners = new Set<() => void>();
@@ -234,7 +238,9 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
       decision = undefined;
     }
     if (decision !== "approve" && decision !== "reject") {
-      violations.push(`${sessionId}: interrupt ${interruptId} is for a call the driver did not plan to need approval (${args})`);
+      violations.push(
+        `${sessionId}: interrupt ${interruptId} is for a call the driver did not plan to need approval (${args})`,
+      );
       return;
     }
     const approved = decision === "approve";
@@ -396,14 +402,17 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
         if (stopped) return;
         const result = await retrying(`message ${turn.messageId}`, async (attempt) => {
           const sent = await client.sendMessage(sessionId, turn.text, { messageId: turn.messageId });
-          if (sent.duplicate && attempt === 1) violations.push(`${sessionId}: the first send of ${turn.messageId} was refused as a duplicate`);
+          if (sent.duplicate && attempt === 1)
+            violations.push(`${sessionId}: the first send of ${turn.messageId} was refused as a duplicate`);
           return { ...sent, attempt };
         });
         if (result.duplicate) counts.messagesAcceptedOnRetry += 1;
       }
       counts.messagesAccepted += 1;
       if (turn.resend) {
-        const again = await retrying(`resend ${turn.messageId}`, () => client.sendMessage(sessionId, turn.text, { messageId: turn.messageId }));
+        const again = await retrying(`resend ${turn.messageId}`, () =>
+          client.sendMessage(sessionId, turn.text, { messageId: turn.messageId }),
+        );
         if (again.duplicate) counts.duplicateMessagesRefused += 1;
         else violations.push(`${sessionId}: message ${turn.messageId} was accepted a second time`);
       }
@@ -435,7 +444,9 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
         const at = Date.now();
         await options.server!.restart({ mode: "fast" });
         counts.restarts += 1;
-        log(`restart ${counts.restarts} of PostgreSQL took ${Date.now() - at} ms, after ${turnsEnded}/${totalTurns} turns`);
+        log(
+          `restart ${counts.restarts} of PostgreSQL took ${Date.now() - at} ms, after ${turnsEnded}/${totalTurns} turns`,
+        );
       }
     }
   }
@@ -471,8 +482,11 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
       for (const session of plan) {
         const remaining = Math.max(1000, deadline - Date.now());
         try {
-          const snapshot = await retrying("waitUntilIdle", () => client.waitUntilIdle(session.sessionId, { timeoutMs: remaining }));
-          if (snapshot.status !== "idle") violations.push(`${session.sessionId}: waits with status ${snapshot.status} at the end`);
+          const snapshot = await retrying("waitUntilIdle", () =>
+            client.waitUntilIdle(session.sessionId, { timeoutMs: remaining }),
+          );
+          if (snapshot.status !== "idle")
+            violations.push(`${session.sessionId}: waits with status ${snapshot.status} at the end`);
         } catch (error) {
           violations.push(`${session.sessionId}: did not come to rest: ${(error as Error).message}`);
         }
@@ -498,7 +512,15 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
     });
     violations.push(...checked.violations);
     counts.durationMs = Date.now() - started;
-    result = { violations, counts, stats: checked.stats, store: { kind: backend.kind, figures: backend.figures }, workers: fleet.lives, plan, data };
+    result = {
+      violations,
+      counts,
+      stats: checked.stats,
+      store: { kind: backend.kind, figures: backend.figures },
+      workers: fleet.lives,
+      plan,
+      data,
+    };
   } finally {
     stopped = true;
     fleet.killAll();

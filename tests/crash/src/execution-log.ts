@@ -69,13 +69,31 @@ export async function recordStart(pool: pg.Pool, start: ExecutionStart): Promise
     `INSERT INTO ${EXECUTION_TABLE}
        (session_id, turn_id, tool, tool_call_id, idempotency_key, attempt, worker_pid, started_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-    [start.sessionId, start.turnId, start.tool, start.toolCallId, start.idempotencyKey, start.attempt, start.workerPid, start.startedAt],
+    [
+      start.sessionId,
+      start.turnId,
+      start.tool,
+      start.toolCallId,
+      start.idempotencyKey,
+      start.attempt,
+      start.workerPid,
+      start.startedAt,
+    ],
   );
   return Number(result.rows[0]!.id);
 }
 
-export async function recordFinish(pool: pg.Pool, id: number, finishedAt: number, result: ExecutionResult): Promise<void> {
-  await pool.query(`UPDATE ${EXECUTION_TABLE} SET finished_at = $2, result = $3 WHERE id = $1`, [id, finishedAt, result]);
+export async function recordFinish(
+  pool: pg.Pool,
+  id: number,
+  finishedAt: number,
+  result: ExecutionResult,
+): Promise<void> {
+  await pool.query(`UPDATE ${EXECUTION_TABLE} SET finished_at = $2, result = $3 WHERE id = $1`, [
+    id,
+    finishedAt,
+    result,
+  ]);
 }
 
 export async function readExecutions(pool: pg.Pool): Promise<ExecutionRow[]> {

@@ -9,7 +9,11 @@ export function parseFlags<T extends Record<string, string>>(argv: readonly stri
     const arg = args[i]!;
     const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
     if (!match || !(match[1]! in defaults)) {
-      throw new Error(`unknown argument "${arg}" (known: ${Object.keys(defaults).map((k) => `--${k}`).join(", ")})`);
+      throw new Error(
+        `unknown argument "${arg}" (known: ${Object.keys(defaults)
+          .map((k) => `--${k}`)
+          .join(", ")})`,
+      );
     }
     const value = match[2] ?? args[++i];
     if (value === undefined) throw new Error(`--${match[1]} needs a value`);

@@ -1,4 +1,11 @@
-export { CRASH_AGENT, crashAgent, crashToolNames, crashTools, type CrashAgentOptions, type CrashToolName } from "./crash-agent.js";
+export {
+  CRASH_AGENT,
+  crashAgent,
+  crashToolNames,
+  crashTools,
+  type CrashAgentOptions,
+  type CrashToolName,
+} from "./crash-agent.js";
 export {
   isConnectionError,
   runCrashScenario,
@@ -23,8 +30,32 @@ export { parseFlags } from "./flags.js";
 export { formatReport, summarizeViolations } from "./format-report.js";
 export { checkInvariants, type InvariantOptions, type InvariantReport, type InvariantStats } from "./invariants.js";
 export { loadRunData, type RunData, type SessionRow, type StoredEvent } from "./run-data.js";
-export { planSessions, seededRandom, type PlanOptions, type PlannedCall, type PlannedSession, type PlannedTurn } from "./session-plan.js";
+export {
+  planSessions,
+  seededRandom,
+  type PlanOptions,
+  type PlannedCall,
+  type PlannedSession,
+  type PlannedTurn,
+} from "./session-plan.js";
 export { WorkerFleet, workerEntry, withTimeout, type WorkerFleetOptions, type WorkerLife } from "./worker-fleet.js";
-export { createSqliteExecutionTable, readSqliteExecutions, sqliteBusyWorkers, sqliteExecutionLog } from "./sqlite-execution-log.js";
-export { openBackend, readSqliteRunData, sqliteIntegrityCheck, type StoreBackend, type StoreFigures, type StoreKind } from "./store-backend.js";
-export { installTransactionProbe, readTransactionState, type TransactionProbe, type TransactionState } from "./transaction-probe.js";
+export {
+  createSqliteExecutionTable,
+  readSqliteExecutions,
+  sqliteBusyWorkers,
+  sqliteExecutionLog,
+} from "./sqlite-execution-log.js";
+export {
+  openBackend,
+  readSqliteRunData,
+  sqliteIntegrityCheck,
+  type StoreBackend,
+  type StoreFigures,
+  type StoreKind,
+} from "./store-backend.js";
+export {
+  installTransactionProbe,
+  readTransactionState,
+  type TransactionProbe,
+  type TransactionState,
+} from "./transaction-probe.js";

@@ -96,7 +96,8 @@ const allowedOutcomes: Record<CrashToolName, readonly string[]> = {
  * numbered 1, 2, 3 with none after its outcome, each outcome and each decision once.
  */
 function walkEvents(sessionId: string, events: readonly StoredEvent[], violations: string[]): Walk {
-  const bad = (event: StoredEvent, what: string) => violations.push(`${sessionId}: event ${event.seq} (${event.type}) ${what}`);
+  const bad = (event: StoredEvent, what: string) =>
+    violations.push(`${sessionId}: event ${event.seq} (${event.type}) ${what}`);
   const walk: Walk = { turns: [], calls: new Map(), interrupts: new Map(), recoveries: 0, recoveredUnknown: new Set() };
   let open: TurnState | null = null;
   let lastFence = 0;
@@ -143,11 +144,14 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
           bad(event, `starts call ${id}, which no model response requested`);
           break;
         }
-        if (call.status !== null) bad(event, `starts attempt ${String(data.attempt)} of call ${id} after its outcome (${call.status})`);
+        if (call.status !== null)
+          bad(event, `starts attempt ${String(data.attempt)} of call ${id} after its outcome (${call.status})`);
         const expected = call.attempts.length + 1;
-        if (data.attempt !== expected) bad(event, `starts attempt ${String(data.attempt)} of call ${id}, expected ${expected}`);
+        if (data.attempt !== expected)
+          bad(event, `starts attempt ${String(data.attempt)} of call ${id}, expected ${expected}`);
         const max = crashTools[call.name as CrashToolName]?.maxExecutions ?? 1;
-        if (Number(data.attempt) > max) bad(event, `starts attempt ${String(data.attempt)} of ${call.name} call ${id}, over its ${max}`);
+        if (Number(data.attempt) > max)
+          bad(event, `starts attempt ${String(data.attempt)} of ${call.name} call ${id}, over its ${max}`);
         call.attempts.push(Number(data.attempt));
         break;
       }
@@ -155,7 +159,8 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
         const id = String(data.toolCallId);
         const call = walk.calls.get(id);
         if (!call) bad(event, `completes call ${id}, which no model response requested`);
-        else if (call.status !== null) bad(event, `completes call ${id} a second time (${call.status}, then ${String(data.status)})`);
+        else if (call.status !== null)
+          bad(event, `completes call ${id} a second time (${call.status}, then ${String(data.status)})`);
         else {
           call.status = String(data.status);
           call.outcomeText = String(data.text);
@@ -164,8 +169,13 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
       }
       case "interrupt_created": {
         const interrupt = data.interrupt as { interruptId: string; toolCallId: string; arguments: string };
-        if (walk.interrupts.has(interrupt.interruptId)) bad(event, `creates interrupt ${interrupt.interruptId} a second time`);
-        walk.interrupts.set(interrupt.interruptId, { toolCallId: interrupt.toolCallId, arguments: interrupt.arguments, resolved: [] });
+        if (walk.interrupts.has(interrupt.interruptId))
+          bad(event, `creates interrupt ${interrupt.interruptId} a second time`);
+        walk.interrupts.set(interrupt.interruptId, {
+          toolCallId: interrupt.toolCallId,
+          arguments: interrupt.arguments,
+          resolved: [],
+        });
         break;
       }
       case "interrupt_resolved": {
@@ -179,7 +189,8 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
         if (open) {
           if (event.type === "turn_completed") {
             const unfinished = open.calls.filter((id) => walk.calls.get(id)?.status === null);
-            if (unfinished.length > 0) bad(event, `completes ${open.turnId} with calls that have no outcome: ${unfinished.join(", ")}`);
+            if (unfinished.length > 0)
+              bad(event, `completes ${open.turnId} with calls that have no outcome: ${unfinished.join(", ")}`);
           }
           open.end = event.type === "turn_completed" ? "completed" : "failed";
           if (event.type === "turn_completed") open.finalText = String(data.text);
@@ -261,7 +272,9 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
     const plannedTexts = plan.turns.map((turn) => turn.text);
     const inboxTexts = messages.map((entry) => (entry.entry as { text: string }).text);
     if (inboxTexts.length !== plannedTexts.length || inboxTexts.some((text, i) => text !== plannedTexts[i])) {
-      violations.push(`${id}: the inbox holds ${inboxTexts.length} message(s), not the ${plannedTexts.length} sent once each, in order`);
+      violations.push(
+        `${id}: the inbox holds ${inboxTexts.length} message(s), not the ${plannedTexts.length} sent once each, in order`,
+      );
     }
     const keys = messages.map((entry) => entry.dedupeKey);
     if (new Set(keys).size !== keys.length) violations.push(`${id}: two inbox messages share a message ID`);
@@ -285,7 +298,8 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
       if (turn.end === "completed") stats.turnsCompleted += 1;
       else stats.turnsFailed += 1;
       const expected = script?.failsModel ? "failed" : "completed";
-      if (script && turn.end !== expected) violations.push(`${id}: ${turn.turnId} ${turn.end}, its script says it ${expected}`);
+      if (script && turn.end !== expected)
+        violations.push(`${id}: ${turn.turnId} ${turn.end}, its script says it ${expected}`);
       if (turn.end === "completed") {
         // The scripted model's answer follows from this turn's own message and outcomes alone.
         const failedBefore = walk.turns.slice(0, index).filter((t) => t.end === "failed").length;
@@ -295,9 +309,13 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
           return `${call.name} -> ${call.outcomeText}`;
         });
         const expected =
-          outcomes.length === 0 ? `${noted}You said: turn ${index + 1} of ${id}` : `${noted}Results: ${outcomes.join(" | ")}`;
+          outcomes.length === 0
+            ? `${noted}You said: turn ${index + 1} of ${id}`
+            : `${noted}Results: ${outcomes.join(" | ")}`;
         if (turn.finalText !== expected) {
-          violations.push(`${id}: ${turn.turnId} answered ${JSON.stringify(turn.finalText?.slice(0, 80))}, not its own ${JSON.stringify(expected.slice(0, 80))}`);
+          violations.push(
+            `${id}: ${turn.turnId} answered ${JSON.stringify(turn.finalText?.slice(0, 80))}, not its own ${JSON.stringify(expected.slice(0, 80))}`,
+          );
         }
       }
       if (script) {
@@ -307,7 +325,9 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
         });
         const scripted = script.blocks.flat().map((call) => `${call.tool}:${call.key}`);
         if (asked.join(",") !== scripted.join(",")) {
-          violations.push(`${id}: ${turn.turnId} asked for [${asked.join(", ")}], its script for [${scripted.join(", ")}]`);
+          violations.push(
+            `${id}: ${turn.turnId} asked for [${asked.join(", ")}], its script for [${scripted.join(", ")}]`,
+          );
         }
       }
     });
@@ -316,9 +336,12 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
     const head = row.head;
     if (head.status !== "idle") violations.push(`${id}: ends ${head.status}, not idle`);
     if (head.queue.length > 0) violations.push(`${id}: ${head.queue.length} message(s) still queued`);
-    if (head.pendingInterrupts.length > 0) violations.push(`${id}: ${head.pendingInterrupts.length} interrupt(s) still pending`);
+    if (head.pendingInterrupts.length > 0)
+      violations.push(`${id}: ${head.pendingInterrupts.length} interrupt(s) still pending`);
     if (row.inboxCursor !== row.lastInboxSeq || head.inboxCursor !== row.lastInboxSeq) {
-      violations.push(`${id}: inbox applied up to ${row.inboxCursor} (head ${head.inboxCursor}) of ${row.lastInboxSeq}`);
+      violations.push(
+        `${id}: inbox applied up to ${row.inboxCursor} (head ${head.inboxCursor}) of ${row.lastInboxSeq}`,
+      );
     }
 
     // Decisions: one inbox entry and one interrupt_resolved per interrupt, with the driver's answer.
@@ -330,16 +353,20 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
       resolutions.set(entry.entry.interruptId, list);
     }
     for (const interruptId of resolutions.keys()) {
-      if (!walk.interrupts.has(interruptId)) violations.push(`${id}: the inbox resolves ${interruptId}, which was never created`);
+      if (!walk.interrupts.has(interruptId))
+        violations.push(`${id}: the inbox resolves ${interruptId}, which was never created`);
     }
     for (const [interruptId, interrupt] of walk.interrupts) {
       const expected = decisionOf(interrupt.arguments) === "approve";
       const accepted = resolutions.get(interruptId) ?? [];
-      if (accepted.length !== 1) violations.push(`${id}: interrupt ${interruptId} has ${accepted.length} accepted decision(s), not 1`);
+      if (accepted.length !== 1)
+        violations.push(`${id}: interrupt ${interruptId} has ${accepted.length} accepted decision(s), not 1`);
       if (interrupt.resolved.length !== 1) {
         violations.push(`${id}: interrupt ${interruptId} was resolved ${interrupt.resolved.length} time(s), not once`);
       } else if (interrupt.resolved[0] !== expected || (accepted.length === 1 && accepted[0] !== expected)) {
-        violations.push(`${id}: interrupt ${interruptId} was ${interrupt.resolved[0] ? "approved" : "rejected"}, the driver decided otherwise`);
+        violations.push(
+          `${id}: interrupt ${interruptId} was ${interrupt.resolved[0] ? "approved" : "rejected"}, the driver decided otherwise`,
+        );
       }
       if (interrupt.resolved[0]) stats.interruptsApproved += 1;
       else stats.interruptsRejected += 1;
@@ -354,7 +381,8 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
       byCall.set(execution.toolCallId, list);
     }
     for (const callId of byCall.keys()) {
-      if (!walk.calls.has(callId)) violations.push(`${id}: a tool ran for call ${callId}, which no model response requested`);
+      if (!walk.calls.has(callId))
+        violations.push(`${id}: a tool ran for call ${callId}, which no model response requested`);
     }
     for (const [callId, call] of walk.calls) {
       stats.calls += 1;
@@ -367,8 +395,10 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
         violations.push(`${id}: ${tool} call ${callId} ended ${status}, which its effect cannot give`);
       }
       const decision = decisionOf(call.arguments);
-      if (decision === "reject" && status !== "rejected") violations.push(`${id}: rejected call ${callId} ended ${status}`);
-      if (decision !== "reject" && status === "rejected") violations.push(`${id}: call ${callId} was rejected without a rejection`);
+      if (decision === "reject" && status !== "rejected")
+        violations.push(`${id}: rejected call ${callId} ended ${status}`);
+      if (decision !== "reject" && status === "rejected")
+        violations.push(`${id}: call ${callId} was rejected without a rejection`);
       const runs = byCall.get(callId) ?? [];
       if (runs.length > 1) stats.callsRunMoreThanOnce += 1;
       const max = crashTools[tool]?.maxExecutions ?? 1;
@@ -376,9 +406,11 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
         const what = max === 1 ? "single-attempt call" : `${tool} call`;
         violations.push(`${id}: ${what} ${callId} executed ${runs.length} times (at most ${max})`);
       }
-      if (status === "rejected" && runs.length > 0) violations.push(`${id}: rejected call ${callId} executed ${runs.length} time(s)`);
+      if (status === "rejected" && runs.length > 0)
+        violations.push(`${id}: rejected call ${callId} executed ${runs.length} time(s)`);
       const attempts = runs.map((run) => run.attempt);
-      if (new Set(attempts).size !== attempts.length) violations.push(`${id}: call ${callId} ran one attempt twice (${attempts.join(", ")})`);
+      if (new Set(attempts).size !== attempts.length)
+        violations.push(`${id}: call ${callId} ran one attempt twice (${attempts.join(", ")})`);
       for (const run of runs) {
         if (!call.attempts.includes(run.attempt)) {
           violations.push(`${id}: call ${callId} ran attempt ${run.attempt}, whose start was never committed`);
@@ -391,17 +423,25 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
         const expectedKey = idempotencyKey(id, call.turnId, callId);
         const seen = new Set(runs.map((run) => run.idempotencyKey));
         if (seen.size > 1 || (seen.size === 1 && !seen.has(expectedKey))) {
-          violations.push(`${id}: idempotent write ${callId} saw key(s) ${[...seen].join(", ")}, expected ${expectedKey}`);
+          violations.push(
+            `${id}: idempotent write ${callId} saw key(s) ${[...seen].join(", ")}, expected ${expectedKey}`,
+          );
         }
       }
       // The recorded outcome is what the tool did: a success is the last started attempt's success.
       const last = call.attempts.at(-1);
       const lastRun = runs.find((run) => run.attempt === last);
       if (status === "succeeded" && lastRun?.result !== "ok") {
-        violations.push(`${id}: call ${callId} is recorded succeeded, but its attempt ${last} ${lastRun ? `ended ${lastRun.result}` : "never ran"}`);
+        violations.push(
+          `${id}: call ${callId} is recorded succeeded, but its attempt ${last} ${lastRun ? `ended ${lastRun.result}` : "never ran"}`,
+        );
       }
       // A refusal is `failed`, unless its worker went away before recording it (then it is unknown).
-      if (lastRun?.result === "tool_error" && status !== "failed" && !(status === "outcome_unknown" && walk.recoveredUnknown.has(callId))) {
+      if (
+        lastRun?.result === "tool_error" &&
+        status !== "failed" &&
+        !(status === "outcome_unknown" && walk.recoveredUnknown.has(callId))
+      ) {
         violations.push(`${id}: call ${callId} refused with a ToolExecutionError, but is recorded ${status}`);
       }
     }

@@ -34,7 +34,9 @@ function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
 
 export async function loadRunData(pool: pg.Pool, schema = "durable_agents"): Promise<RunData> {
   const sessions = new Map<string, SessionRow>();
-  for (const row of (await pool.query(`SELECT session_id, head, inbox_cursor, last_inbox_seq, last_event_seq FROM ${schema}.sessions`)).rows) {
+  for (const row of (
+    await pool.query(`SELECT session_id, head, inbox_cursor, last_inbox_seq, last_event_seq FROM ${schema}.sessions`)
+  ).rows) {
     sessions.set(row.session_id, {
       head: row.head,
       inboxCursor: Number(row.inbox_cursor),
@@ -43,11 +45,15 @@ export async function loadRunData(pool: pg.Pool, schema = "durable_agents"): Pro
     });
   }
   const events = new Map<string, StoredEvent[]>();
-  for (const row of (await pool.query(`SELECT session_id, seq, type, data FROM ${schema}.events ORDER BY session_id, seq`)).rows) {
+  for (const row of (
+    await pool.query(`SELECT session_id, seq, type, data FROM ${schema}.events ORDER BY session_id, seq`)
+  ).rows) {
     push(events, row.session_id, { seq: Number(row.seq), type: row.type, data: row.data });
   }
   const inbox: RunData["inbox"] = new Map();
-  for (const row of (await pool.query(`SELECT session_id, seq, dedupe_key, entry FROM ${schema}.inbox ORDER BY session_id, seq`)).rows) {
+  for (const row of (
+    await pool.query(`SELECT session_id, seq, dedupe_key, entry FROM ${schema}.inbox ORDER BY session_id, seq`)
+  ).rows) {
     push(inbox, row.session_id, { seq: Number(row.seq), dedupeKey: row.dedupe_key, entry: row.entry });
   }
   return { sessions, events, inbox, executions: await readExecutions(pool) };

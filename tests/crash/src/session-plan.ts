@@ -117,7 +117,11 @@ export function planSessions(options: PlanOptions): PlannedSession[] {
       });
     }
     const spread = options.spreadMs ?? 0;
-    sessions.push({ sessionId, turns, startAtMs: options.sessions > 1 ? Math.round((spread * s) / (options.sessions - 1)) : 0 });
+    sessions.push({
+      sessionId,
+      turns,
+      startAtMs: options.sessions > 1 ? Math.round((spread * s) / (options.sessions - 1)) : 0,
+    });
   }
   return sessions;
 }

@@ -54,7 +54,8 @@ const common = {
 
 if (flags.store === "sqlite") {
   if (number("restarts") > 0) throw new Error("--restarts are PostgreSQL restarts: not with --store sqlite");
-  if (flags.synchronous !== "full" && flags.synchronous !== "normal") throw new Error("--synchronous is full or normal");
+  if (flags.synchronous !== "full" && flags.synchronous !== "normal")
+    throw new Error("--synchronous is full or normal");
   const temp = flags["sqlite-path"] ? null : tempStoreDir("durable-agents-soak-");
   const path = flags["sqlite-path"] || temp!.file("sessions.db");
   process.stdout.write(`sessions in the SQLite file ${path}\n`);

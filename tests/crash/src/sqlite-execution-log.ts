@@ -76,7 +76,9 @@ export function sqliteBusyWorkers(path: string, pids: readonly number[]): number
   const db = open(path, { readOnly: true });
   try {
     const rows = db
-      .prepare(`SELECT DISTINCT worker_pid AS pid FROM ${EXECUTION_TABLE} WHERE finished_at IS NULL AND worker_pid IN (SELECT value FROM json_each(?))`)
+      .prepare(
+        `SELECT DISTINCT worker_pid AS pid FROM ${EXECUTION_TABLE} WHERE finished_at IS NULL AND worker_pid IN (SELECT value FROM json_each(?))`,
+      )
       .all(JSON.stringify(pids)) as { pid: number }[];
     return rows.map((row) => Number(row.pid));
   } finally {

@@ -71,19 +71,32 @@ export interface BackendOptions {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const nextTick = () => new Promise((resolve) => setImmediate(resolve));
-const emptyFigures = (): StoreFigures => ({ killsAimedAt: {}, killsDiedIn: {}, killsByAimAndState: {}, pausesReached: 0, pausesWithUncommittedRows: 0, uncommittedRowsAtKill: 0, integrityChecksOk: 0, writeTransactions: 0 });
+const emptyFigures = (): StoreFigures => ({
+  killsAimedAt: {},
+  killsDiedIn: {},
+  killsByAimAndState: {},
+  pausesReached: 0,
+  pausesWithUncommittedRows: 0,
+  uncommittedRowsAtKill: 0,
+  integrityChecksOk: 0,
+  writeTransactions: 0,
+});
 const bump = <K extends string>(record: Partial<Record<K, number>>, key: K) => {
   record[key] = (record[key] ?? 0) + 1;
 };
 
 export async function openBackend(options: BackendOptions): Promise<StoreBackend> {
-  if (options.databaseUrl && options.sqlitePath) throw new Error("a crash run has one store: databaseUrl or sqlitePath, not both");
+  if (options.databaseUrl && options.sqlitePath)
+    throw new Error("a crash run has one store: databaseUrl or sqlitePath, not both");
   if (options.sqlitePath) return openSqliteBackend(options.sqlitePath, options.sqliteSynchronous ?? "full");
   if (options.databaseUrl) return openPostgresBackend(options.databaseUrl, options.isConnectionError);
   throw new Error("a crash run needs a store: databaseUrl (PostgreSQL) or sqlitePath (SQLite)");
 }
 
-async function openPostgresBackend(databaseUrl: string, isConnectionError: (line: string) => boolean): Promise<StoreBackend> {
+async function openPostgresBackend(
+  databaseUrl: string,
+  isConnectionError: (line: string) => boolean,
+): Promise<StoreBackend> {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 12, connectionTimeoutMillis: 5000 });
   pool.on("error", () => {});
   await migrate(pool);
@@ -99,9 +112,10 @@ async function openPostgresBackend(databaseUrl: string, isConnectionError: (line
     async kill(fleet) {
       // Prefer a worker that is inside a tool call right now, so that kills land mid-call.
       const busy = await pool
-        .query<{ pid: number }>(`SELECT DISTINCT worker_pid AS pid FROM ${EXECUTION_TABLE} WHERE finished_at IS NULL AND worker_pid = ANY($1)`, [
-          fleet.pids,
-        ])
+        .query<{ pid: number }>(
+          `SELECT DISTINCT worker_pid AS pid FROM ${EXECUTION_TABLE} WHERE finished_at IS NULL AND worker_pid = ANY($1)`,
+          [fleet.pids],
+        )
         .then((r) => r.rows.map((row) => Number(row.pid)))
         .catch(() => []);
       bump(figures.killsAimedAt, "tool call");
@@ -168,7 +182,18 @@ function openSqliteBackend(path: string, synchronous: "full" | "normal"): StoreB
   return {
     kind: "sqlite",
     store,
-    workerArgs: ["--store", "sqlite", "--sqlite-path", path, "--executions-path", executionsPath, "--synchronous", synchronous, "--tx-state-dir", stateDir],
+    workerArgs: [
+      "--store",
+      "sqlite",
+      "--sqlite-path",
+      path,
+      "--executions-path",
+      executionsPath,
+      "--synchronous",
+      synchronous,
+      "--tx-state-dir",
+      stateDir,
+    ],
     figures,
     // No store error is legitimate on one local file: a worker reporting any error is a violation.
     isExpectedWorkerError: () => false,
@@ -184,7 +209,10 @@ function openSqliteBackend(path: string, synchronous: "full" | "normal"): StoreB
       // The file is consistent right after the kill, while the other workers go on writing.
       const rows = checker.prepare("PRAGMA integrity_check").all() as { integrity_check: string }[];
       if (rows.length === 1 && rows[0]!.integrity_check === "ok") figures.integrityChecksOk += 1;
-      else violations.push(`PRAGMA integrity_check after kill ${n} (worker ${victim.pid}): ${rows.map((r) => r.integrity_check).join("; ")}`);
+      else
+        violations.push(
+          `PRAGMA integrity_check after kill ${n} (worker ${victim.pid}): ${rows.map((r) => r.integrity_check).join("; ")}`,
+        );
       return victim;
     },
     finish(lives) {
@@ -203,7 +231,9 @@ export function readSqliteRunData(path: string, executionsPath = `${path}.execut
   const db = new DatabaseSync(path, { readOnly: true, timeout: 10_000 });
   try {
     const sessions = new Map<string, SessionRow>();
-    const rows = db.prepare("SELECT session_id, head, inbox_cursor, last_inbox_seq, last_event_seq FROM sessions").all() as Record<string, unknown>[];
+    const rows = db
+      .prepare("SELECT session_id, head, inbox_cursor, last_inbox_seq, last_event_seq FROM sessions")
+      .all() as Record<string, unknown>[];
     for (const row of rows) {
       sessions.set(String(row.session_id), {
         head: JSON.parse(String(row.head)) as SessionHead,
@@ -213,13 +243,21 @@ export function readSqliteRunData(path: string, executionsPath = `${path}.execut
       });
     }
     const events = new Map<string, StoredEvent[]>();
-    for (const row of db.prepare("SELECT session_id, seq, type, data FROM events ORDER BY session_id, seq").all() as Record<string, unknown>[]) {
+    for (const row of db
+      .prepare("SELECT session_id, seq, type, data FROM events ORDER BY session_id, seq")
+      .all() as Record<string, unknown>[]) {
       const list = events.get(String(row.session_id)) ?? [];
-      list.push({ seq: Number(row.seq), type: String(row.type), data: JSON.parse(String(row.data)) as Record<string, unknown> });
+      list.push({
+        seq: Number(row.seq),
+        type: String(row.type),
+        data: JSON.parse(String(row.data)) as Record<string, unknown>,
+      });
       events.set(String(row.session_id), list);
     }
     const inbox: RunData["inbox"] = new Map();
-    for (const row of db.prepare("SELECT session_id, seq, dedupe_key, entry FROM inbox ORDER BY session_id, seq").all() as Record<string, unknown>[]) {
+    for (const row of db
+      .prepare("SELECT session_id, seq, dedupe_key, entry FROM inbox ORDER BY session_id, seq")
+      .all() as Record<string, unknown>[]) {
       const list = inbox.get(String(row.session_id)) ?? [];
       list.push({
         seq: Number(row.seq),
@@ -238,7 +276,9 @@ export function readSqliteRunData(path: string, executionsPath = `${path}.execut
 export function sqliteIntegrityCheck(path: string): string[] {
   const db = new DatabaseSync(path, { timeout: 10_000 });
   try {
-    return (db.prepare("PRAGMA integrity_check").all() as { integrity_check: string }[]).map((row) => row.integrity_check);
+    return (db.prepare("PRAGMA integrity_check").all() as { integrity_check: string }[]).map(
+      (row) => row.integrity_check,
+    );
   } finally {
     db.close();
   }

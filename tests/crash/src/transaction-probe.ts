@@ -25,7 +25,10 @@ import { DatabaseSync } from "node:sqlite";
 export type TransactionState = "outside" | "open" | "committing" | "paused";
 
 const codes: Record<TransactionState, string> = { outside: "E", open: "B", committing: "C", paused: "P" };
-const states = Object.fromEntries(Object.entries(codes).map(([state, code]) => [code, state])) as Record<string, TransactionState>;
+const states = Object.fromEntries(Object.entries(codes).map(([state, code]) => [code, state])) as Record<
+  string,
+  TransactionState
+>;
 const RECORD_BYTES = 24;
 
 export interface TransactionProbe {
@@ -57,9 +60,13 @@ export function installTransactionProbe(options: {
   const waitCell = new Int32Array(new SharedArrayBuffer(4));
   const original = DatabaseSync.prototype.exec;
   const ignore = options.ignore ?? (() => false);
-  const totalChanges = (db: DatabaseSync) => Number((db.prepare("SELECT total_changes() AS n").get() as { n: number }).n);
+  const totalChanges = (db: DatabaseSync) =>
+    Number((db.prepare("SELECT total_changes() AS n").get() as { n: number }).n);
   DatabaseSync.prototype.exec = function exec(this: DatabaseSync, sql: string): void {
-    if (ignore(this)) return original.call(this, sql);
+    if (ignore(this)) {
+      original.call(this, sql);
+      return;
+    }
     const statement = sql.trim().toUpperCase();
     if (statement === "BEGIN IMMEDIATE" || statement === "BEGIN") {
       original.call(this, sql);
@@ -78,12 +85,13 @@ export function installTransactionProbe(options: {
       }
       write(statement === "COMMIT" ? "committing" : "open");
       try {
-        return original.call(this, sql);
+        original.call(this, sql);
+        return;
       } finally {
         write(this.isTransaction ? "open" : "outside");
       }
     }
-    return original.call(this, sql);
+    original.call(this, sql);
   };
   return {
     armPause: () => {
@@ -99,7 +107,9 @@ export function installTransactionProbe(options: {
  * The state a worker's record says, with its count of transactions begun and (when paused) the
  * rows its open transaction changed; null if unreadable.
  */
-export function readTransactionState(stateFile: string): { state: TransactionState; begun: number; changed: number } | null {
+export function readTransactionState(
+  stateFile: string,
+): { state: TransactionState; begun: number; changed: number } | null {
   let text: string;
   try {
     text = readFileSync(stateFile, "latin1");

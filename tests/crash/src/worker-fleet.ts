@@ -46,7 +46,9 @@ export class WorkerFleet {
 
   constructor(private readonly options: WorkerFleetOptions) {
     if (!existsSync(workerEntry)) {
-      throw new Error(`${workerEntry} is missing: build the package first (pnpm --filter @durable-agents/crash-tests build)`);
+      throw new Error(
+        `${workerEntry} is missing: build the package first (pnpm --filter @durable-agents/crash-tests build)`,
+      );
     }
   }
 
@@ -61,7 +63,11 @@ export class WorkerFleet {
   /** Starts `count` workers and waits until every one of them is leasing (bounded). */
   async start(count: number, timeoutMs = 30_000): Promise<void> {
     const started = Array.from({ length: count }, () => this.spawnOne());
-    await withTimeout(Promise.all(started.map((r) => r.ready)), timeoutMs, `${count} worker processes did not get ready`);
+    await withTimeout(
+      Promise.all(started.map((r) => r.ready)),
+      timeoutMs,
+      `${count} worker processes did not get ready`,
+    );
   }
 
   /**
@@ -116,17 +122,28 @@ export class WorkerFleet {
     const args = [
       workerEntry,
       ...o.storeArgs,
-      "--lease-ttl-ms", String(o.leaseTtlMs),
-      "--poll-interval-ms", String(o.pollIntervalMs),
-      "--failure-rate", String(o.failureRate),
-      "--concurrency", String(o.concurrency ?? 16),
+      "--lease-ttl-ms",
+      String(o.leaseTtlMs),
+      "--poll-interval-ms",
+      String(o.pollIntervalMs),
+      "--failure-rate",
+      String(o.failureRate),
+      "--concurrency",
+      String(o.concurrency ?? 16),
     ];
     // stdin is a pipe the worker watches: if this process dies, the worker ends too (no orphans).
     const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });
     if (child.pid === undefined) throw new Error("could not start a worker process");
     // A request written to a worker that just died must not end this process.
     child.stdin!.on("error", () => {});
-    const life: WorkerLife = { pid: child.pid, startedAt: Date.now(), readyAt: null, killedAt: null, exitedAt: null, exit: null };
+    const life: WorkerLife = {
+      pid: child.pid,
+      startedAt: Date.now(),
+      readyAt: null,
+      killedAt: null,
+      exitedAt: null,
+      exit: null,
+    };
     this.lives.push(life);
     let stdout = "";
     const ready = new Promise<void>((resolve, reject) => {
@@ -145,8 +162,7 @@ export class WorkerFleet {
     let stderr = "";
     child.stderr!.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
-      let newline: number;
-      while ((newline = stderr.indexOf("\n")) >= 0) {
+      for (let newline = stderr.indexOf("\n"); newline >= 0; newline = stderr.indexOf("\n")) {
         const line = stderr.slice(0, newline);
         stderr = stderr.slice(newline + 1);
         if (line.trim()) o.onWorkerError?.(line);

@@ -49,7 +49,9 @@ const fail = (message: string): never => {
 const report = (kind: string, error: unknown) => {
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown })?.code;
-  process.stderr.write(`${JSON.stringify({ kind, pid: process.pid, message, code: typeof code === "string" ? code : null })}\n`);
+  process.stderr.write(
+    `${JSON.stringify({ kind, pid: process.pid, message, code: typeof code === "string" ? code : null })}\n`,
+  );
 };
 
 interface Opened {
@@ -62,7 +64,8 @@ interface Opened {
 }
 
 function openPostgres(): Opened {
-  const databaseUrl = flags["database-url"] || fail("--database-url (or CRASH_DATABASE_URL) is required for --store postgres");
+  const databaseUrl =
+    flags["database-url"] || fail("--database-url (or CRASH_DATABASE_URL) is required for --store postgres");
   const storePool = new pg.Pool({ connectionString: databaseUrl, max: 12, connectionTimeoutMillis: 5000 });
   const toolPool = new pg.Pool({ connectionString: databaseUrl, max: 6, connectionTimeoutMillis: 5000 });
   // Idle connections die when PostgreSQL restarts; without a listener that would end the process.
@@ -108,7 +111,12 @@ function openSqlite(): Opened {
   };
 }
 
-const opened = flags.store === "postgres" ? openPostgres() : flags.store === "sqlite" ? openSqlite() : fail(`unknown --store ${flags.store} (postgres or sqlite)`);
+const opened =
+  flags.store === "postgres"
+    ? openPostgres()
+    : flags.store === "sqlite"
+      ? openSqlite()
+      : fail(`unknown --store ${flags.store} (postgres or sqlite)`);
 const definition = crashAgent({ executions: opened.executions, failureRate: Number(flags["failure-rate"]) });
 const worker = new Worker({
   store: opened.store,
@@ -129,8 +137,7 @@ let input = "";
 process.stdin.setEncoding("utf8");
 process.stdin.on("data", (chunk: string) => {
   input += chunk;
-  let newline: number;
-  while ((newline = input.indexOf("\n")) >= 0) {
+  for (let newline = input.indexOf("\n"); newline >= 0; newline = input.indexOf("\n")) {
     const line = input.slice(0, newline).trim();
     input = input.slice(newline + 1);
     if (line === "pause-in-commit") opened.probe?.armPause();

@@ -74,7 +74,12 @@ function harness(): Harness {
   };
   const definition = defineSession({ name: "race", runner });
   const errors: unknown[] = [];
-  const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20, onError: (e) => errors.push(e) }).start();
+  const worker = new Worker({
+    store,
+    sessions: [definition],
+    pollIntervalMs: 20,
+    onError: (e) => errors.push(e),
+  }).start();
   // The client reads through a store of its own, so only the engine's inbox reads are slow.
   const clientStore = new PostgresStore({ pool, pollIntervalMs: 500 });
   return {
@@ -92,7 +97,10 @@ describe("core engine: one model step, one model call", () => {
   it("does not launch a RunModel step again when it finishes while the inbox is read", async () => {
     const { client, modelCalls, errors, close } = harness();
     try {
-      const { sessionId } = await client.startSession({ agent: "race", message: "hello there, this is a long enough message" });
+      const { sessionId } = await client.startSession({
+        agent: "race",
+        message: "hello there, this is a long enough message",
+      });
       const snapshot = await client.waitUntilIdle(sessionId, { timeoutMs: 10_000 });
       expect(snapshot.turn?.finalText).toContain("You said");
       await sleep(300); // room for a second model call to show itself
@@ -114,9 +122,13 @@ describe("core engine: one model step, one model call", () => {
     try {
       const { sessionId } = await client.startSession({ agent: "race", message: "first message" });
       await client.sendMessage(sessionId, "second message");
-      await client.waitFor(sessionId, (s) => s.turnCount === 2 && s.status === "idle" && s.queuedMessages === 0, { timeoutMs: 10_000 });
+      await client.waitFor(sessionId, (s) => s.turnCount === 2 && s.status === "idle" && s.queuedMessages === 0, {
+        timeoutMs: 10_000,
+      });
       await sleep(300);
-      const answers = (await client.readEvents(sessionId)).flatMap((e) => (e.type === "turn_completed" ? [`${e.data.turnId}: ${e.data.text}`] : []));
+      const answers = (await client.readEvents(sessionId)).flatMap((e) =>
+        e.type === "turn_completed" ? [`${e.data.turnId}: ${e.data.text}`] : [],
+      );
       expect(answers).toEqual(["turn-1: You said: first message", "turn-2: You said: second message"]);
     } finally {
       await close();

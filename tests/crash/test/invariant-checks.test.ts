@@ -86,7 +86,9 @@ describe("the invariant checks", () => {
 
   it("find a decision accepted twice and a session left waiting", () => {
     const data = copy(run.data);
-    const [sessionId, inbox] = [...data.inbox.entries()].find(([, entries]) => entries.some((e) => e.entry.kind === "resolution"))!;
+    const [sessionId, inbox] = [...data.inbox.entries()].find(([, entries]) =>
+      entries.some((e) => e.entry.kind === "resolution"),
+    )!;
     const resolution = inbox.find((e) => e.entry.kind === "resolution")!;
     inbox.push({ ...resolution, seq: 999 });
     data.sessions.get(sessionId)!.head.status = "awaiting_approval";

@@ -41,7 +41,10 @@ describe("the soak script", () => {
   }, 100_000);
 
   it("runs a small soak on one SQLite file and checks the file's integrity", async () => {
-    const { code, output } = await run(["--", "--store", "sqlite", "--sessions", "12", "--workers", "2", "--kills", "3", "--minutes", "0.05"], 90_000);
+    const { code, output } = await run(
+      ["--", "--store", "sqlite", "--sessions", "12", "--workers", "2", "--kills", "3", "--minutes", "0.05"],
+      90_000,
+    );
     expect(output).toMatch(/sessions 12\/12, turns \d+ completed \+ \d+ failed of \d+/);
     expect(output).toMatch(/kills [123] \(/);
     expect(output).toContain("invariants: all hold");

@@ -65,9 +65,13 @@ export function startChild(script: string, args: readonly string[], env: Record<
         const look = () => {
           const match = regex.exec(stdout);
           if (match) done(() => resolve(match));
-          else if (ended) done(() => reject(new Error(`the process exited before printing ${regex}:\n${stdout}\n${stderr}`)));
+          else if (ended)
+            done(() => reject(new Error(`the process exited before printing ${regex}:\n${stdout}\n${stderr}`)));
         };
-        const timer = setTimeout(() => done(() => reject(new Error(`no ${regex} within ${timeoutMs} ms:\n${stdout}\n${stderr}`))), timeoutMs);
+        const timer = setTimeout(
+          () => done(() => reject(new Error(`no ${regex} within ${timeoutMs} ms:\n${stdout}\n${stderr}`))),
+          timeoutMs,
+        );
         const done = (settle: () => void) => {
           clearTimeout(timer);
           listeners.delete(look);
@@ -88,7 +92,11 @@ export function startChild(script: string, args: readonly string[], env: Record<
 }
 
 /** Runs a script to its end with stdin closed at once (not a TTY, nothing to read). */
-export async function runToEnd(script: string, args: readonly string[], env: Record<string, string | undefined>): Promise<Exit & { stdout: string; stderr: string }> {
+export async function runToEnd(
+  script: string,
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+): Promise<Exit & { stdout: string; stderr: string }> {
   const child = startChild(script, args, env);
   child.process.stdin.end();
   const exit = await child.exited;

@@ -22,7 +22,12 @@ export interface Harness {
   /** Starts a session over HTTP and returns its ID and token. */
   startSession(message?: string): Promise<{ id: string; token: string }>;
   /** Polls the snapshot route until `predicate` holds. */
-  waitFor(id: string, token: string, predicate: (snapshot: SessionSnapshot) => boolean, timeoutMs?: number): Promise<SessionSnapshot>;
+  waitFor(
+    id: string,
+    token: string,
+    predicate: (snapshot: SessionSnapshot) => boolean,
+    timeoutMs?: number,
+  ): Promise<SessionSnapshot>;
   close(): Promise<void>;
 }
 
@@ -49,7 +54,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const speed = { chunkSize: 12, chunkDelayMs: 2 };
   const runtime =
     framework === "ai-sdk"
-      ? startOrderSupportRuntime({ session: (desk) => createAiSdkOrderSupportSession(desk, new OrderSupportAiSdkDemoModel(speed)) })
+      ? startOrderSupportRuntime({
+          session: (desk) => createAiSdkOrderSupportSession(desk, new OrderSupportAiSdkDemoModel(speed)),
+        })
       : startOrderSupportRuntime({ model: new OrderSupportDemoModel(speed) });
   const client = serverClient ? serverClient(runtime.client) : runtime.client;
   const app = createOrderSupportServer({ client, tokens, ...serverOptions });
@@ -80,7 +87,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     request,
     async startSession(message) {
       const response = await request("POST", "/sessions", { body: message === undefined ? {} : { message } });
-      if (response.status !== 201) throw new Error(`POST /sessions answered ${response.status}: ${await response.text()}`);
+      if (response.status !== 201)
+        throw new Error(`POST /sessions answered ${response.status}: ${await response.text()}`);
       const created = (await response.json()) as { session_id: string; session_token: string };
       return { id: created.session_id, token: created.session_token };
     },
@@ -91,7 +99,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         if (response.status !== 200) throw new Error(`snapshot answered ${response.status}: ${await response.text()}`);
         const snapshot = (await response.json()) as SessionSnapshot;
         if (predicate(snapshot)) return snapshot;
-        if (Date.now() > deadline) throw new Error(`session ${id} did not reach the state in time: ${JSON.stringify(snapshot)}`);
+        if (Date.now() > deadline)
+          throw new Error(`session ${id} did not reach the state in time: ${JSON.stringify(snapshot)}`);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },

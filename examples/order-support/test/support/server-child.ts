@@ -3,7 +3,10 @@ import { expect } from "vitest";
 import { serverScript, startChild, type Child } from "./child.js";
 
 /** Starts the server with `env` (on a free port of 127.0.0.1) and waits until it listens. */
-export async function startServerChild(env: Record<string, string>, children: Child[]): Promise<{ child: Child; base: string }> {
+export async function startServerChild(
+  env: Record<string, string>,
+  children: Child[],
+): Promise<{ child: Child; base: string }> {
   const child = startChild(serverScript, [], { PORT: "0", HOST: "127.0.0.1", ...env });
   children.push(child);
   child.process.stdin.end();

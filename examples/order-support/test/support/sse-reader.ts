@@ -29,7 +29,11 @@ export class SseConnection {
   static async open(url: string, headers: Record<string, string> = {}): Promise<SseConnection> {
     const abort = new AbortController();
     const response = await fetch(url, { headers: { accept: "text/event-stream", ...headers }, signal: abort.signal });
-    if (response.status !== 200 || !response.headers.get("content-type")?.startsWith("text/event-stream") || !response.body) {
+    if (
+      response.status !== 200 ||
+      !response.headers.get("content-type")?.startsWith("text/event-stream") ||
+      !response.body
+    ) {
       const body = await response.text().catch(() => "");
       abort.abort();
       throw new Error(`expected an event stream, got ${response.status}: ${body}`);
@@ -44,7 +48,10 @@ export class SseConnection {
       if (this.#ended) return null;
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no SSE message within ${timeoutMs} ms`)), Math.max(0, deadline - Date.now()));
+        timer = setTimeout(
+          () => reject(new Error(`no SSE message within ${timeoutMs} ms`)),
+          Math.max(0, deadline - Date.now()),
+        );
       });
       try {
         const chunk = await Promise.race([this.#reader.read(), timeout]);
@@ -81,7 +88,8 @@ export class SseConnection {
 
   #line(line: string): void {
     if (line === "") {
-      if (this.#data.length > 0) this.#ready.push({ id: this.#id, event: this.#event || "message", data: this.#data.join("\n") });
+      if (this.#data.length > 0)
+        this.#ready.push({ id: this.#id, event: this.#event || "message", data: this.#data.join("\n") });
       this.#data = [];
       this.#event = "";
       return;

@@ -45,7 +45,9 @@ function scriptedInput(prompt: CallOptions["prompt"]): ScriptedModelInput {
   const userText = turnStart >= 0 ? textOf(prompt[turnStart]!.content) : "";
   const failureNotesSeen = prompt
     .slice(0, Math.max(0, turnStart))
-    .filter((message) => message.role === "user" && textOf(message.content).startsWith(TURN_FAILURE_NOTE_PREFIX)).length;
+    .filter(
+      (message) => message.role === "user" && textOf(message.content).startsWith(TURN_FAILURE_NOTE_PREFIX),
+    ).length;
   let toolResponses = 0;
   const toolResults: { name: string; text: string }[] = [];
   for (const message of prompt.slice(turnStart + 1)) {
@@ -53,7 +55,8 @@ function scriptedInput(prompt: CallOptions["prompt"]): ScriptedModelInput {
     if (message.role === "assistant" && parts.some((part) => part.type === "tool-call")) toolResponses += 1;
     if (message.role === "tool") {
       for (const part of parts) {
-        if (part.type === "tool-result") toolResults.push({ name: String(part.toolName), text: toolOutputText(part.output) });
+        if (part.type === "tool-result")
+          toolResults.push({ name: String(part.toolName), text: toolOutputText(part.output) });
       }
     }
   }
@@ -81,7 +84,9 @@ function respond(options: CallOptions, settings: ScriptedLanguageModelOptions): 
     ? `Turn message of ${input.userText.length} characters, ${input.toolResults.length} tool result(s) so far.`
     : null;
   const produced =
-    (decision.kind === "text" ? decision.text.length : decision.calls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0)) +
+    (decision.kind === "text"
+      ? decision.text.length
+      : decision.calls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0)) +
     (reasoning?.length ?? 0);
   const inputTokens = Math.ceil(JSON.stringify(options.prompt).length / 4);
   const outputTokens = Math.max(1, Math.ceil(produced / 4));
@@ -97,7 +102,9 @@ function respond(options: CallOptions, settings: ScriptedLanguageModelOptions): 
 }
 
 const finishReason = (decision: ScriptedDecision) =>
-  decision.kind === "text" ? { unified: "stop" as const, raw: "stop" } : { unified: "tool-calls" as const, raw: "tool_calls" };
+  decision.kind === "text"
+    ? { unified: "stop" as const, raw: "stop" }
+    : { unified: "tool-calls" as const, raw: "tool_calls" };
 
 function toolCalls(response: ScriptedResponse) {
   if (response.decision.kind !== "tool_calls") return [];
@@ -114,7 +121,8 @@ function streamResponse(options: CallOptions, settings: ScriptedLanguageModelOpt
   const parts: StreamPart[] = [{ type: "stream-start", warnings: [] }];
   if (response.reasoning !== null) {
     parts.push({ type: "reasoning-start", id: "reasoning-0" });
-    for (const delta of splitText(response.reasoning, 2)) parts.push({ type: "reasoning-delta", id: "reasoning-0", delta });
+    for (const delta of splitText(response.reasoning, 2))
+      parts.push({ type: "reasoning-delta", id: "reasoning-0", delta });
     parts.push({ type: "reasoning-end", id: "reasoning-0" });
   }
   if (response.decision.kind === "text") {

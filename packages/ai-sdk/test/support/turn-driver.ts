@@ -12,9 +12,12 @@ export interface DrivenTurn {
   readonly final: Extract<RunModelResult, { kind: "final" }>;
 }
 
-export type Decide = (call: { toolCallId: string; name: string; arguments: string; needsApproval: boolean }) =>
-  | { status: "run" }
-  | { status: "rejected" | "outcome_unknown"; text: string };
+export type Decide = (call: {
+  toolCallId: string;
+  name: string;
+  arguments: string;
+  needsApproval: boolean;
+}) => { status: "run" } | { status: "rejected" | "outcome_unknown"; text: string };
 
 export async function driveTurn(
   runner: Runner,
@@ -49,19 +52,25 @@ export async function driveTurn(
     for (const call of result.calls) {
       const decision = decide(call);
       if (decision.status !== "run") {
-        outcomes.push({ toolCallId: call.toolCallId, name: call.name, status: decision.status, text: decision.text, output: null });
+        outcomes.push({
+          toolCallId: call.toolCallId,
+          name: call.name,
+          status: decision.status,
+          text: decision.text,
+          output: null,
+        });
         continue;
       }
       // Like the engine: a ToolExecutionError is a final `failed`; any other error fails the test here.
       const called = await runner
         .callTool({
-        sessionId: "s-1",
-        turnId: `t-${turnStart}`,
-        toolCallId: call.toolCallId,
-        name: call.name,
-        arguments: call.arguments,
-        attempt: 1,
-        idempotencyKey: `s-1/t-${turnStart}/${call.toolCallId}`,
+          sessionId: "s-1",
+          turnId: `t-${turnStart}`,
+          toolCallId: call.toolCallId,
+          name: call.name,
+          arguments: call.arguments,
+          attempt: 1,
+          idempotencyKey: `s-1/t-${turnStart}/${call.toolCallId}`,
           signal: new AbortController().signal,
         })
         .catch((error: unknown) => {
@@ -70,8 +79,20 @@ export async function driveTurn(
         });
       outcomes.push(
         called.status === "succeeded"
-          ? { toolCallId: call.toolCallId, name: call.name, status: "succeeded", text: called.output, output: called.output }
-          : { toolCallId: call.toolCallId, name: call.name, status: "failed", text: `failed: ${called.message}`, output: null },
+          ? {
+              toolCallId: call.toolCallId,
+              name: call.name,
+              status: "succeeded",
+              text: called.output,
+              output: called.output,
+            }
+          : {
+              toolCallId: call.toolCallId,
+              name: call.name,
+              status: "failed",
+              text: `failed: ${called.message}`,
+              output: null,
+            },
       );
     }
   }

@@ -93,7 +93,11 @@ function startTurn(runner: Runner, text: string, earlier: HistoryItem[] = []): T
   return driver;
 }
 
-const outcome = (call: { toolCallId: string; name: string }, status: RecordedOutcome["status"], text: string): RecordedOutcome => ({
+const outcome = (
+  call: { toolCallId: string; name: string },
+  status: RecordedOutcome["status"],
+  text: string,
+): RecordedOutcome => ({
   toolCallId: call.toolCallId,
   name: call.name,
   status,
@@ -150,7 +154,12 @@ export function runnerConformance(t: TestApi, options: RunnerConformanceOptions)
         attempt: 1,
       };
       const result = await runInToolCall(context, () =>
-        runner.callTool({ ...context, name: call.name, arguments: call.arguments, signal: new AbortController().signal }),
+        runner.callTool({
+          ...context,
+          name: call.name,
+          arguments: call.arguments,
+          signal: new AbortController().signal,
+        }),
       );
       assert.deepEqual(result, { status: "succeeded", output: "order 1001 is shipped" });
       assert.deepEqual(keys, [context.idempotencyKey], "the tool sees the call's idempotency key");
@@ -171,7 +180,13 @@ export function runnerConformance(t: TestApi, options: RunnerConformanceOptions)
       const result = await turn.step(null, []);
       assert.equal(result.kind, "tool_calls");
       if (result.kind !== "tool_calls") return;
-      assert.deepEqual(result.calls.map((c) => [c.name, c.needsApproval]), [["look_up_order", false], ["cancel_order", true]]);
+      assert.deepEqual(
+        result.calls.map((c) => [c.name, c.needsApproval]),
+        [
+          ["look_up_order", false],
+          ["cancel_order", true],
+        ],
+      );
       assert.notEqual(result.calls[0]!.toolCallId, result.calls[1]!.toolCallId);
       assert.deepEqual(executed, []);
     });
@@ -188,7 +203,10 @@ export function runnerConformance(t: TestApi, options: RunnerConformanceOptions)
       ]);
       assert.equal(final.kind, "final");
       if (final.kind !== "final") return;
-      assert.equal(final.text, "Results: look_up_order -> The outcome is unknown. | cancel_order -> No, keep that order.");
+      assert.equal(
+        final.text,
+        "Results: look_up_order -> The outcome is unknown. | cancel_order -> No, keep that order.",
+      );
     });
 
     test("invalid arguments are failed and the tool does not run", async () => {
@@ -202,10 +220,7 @@ export function runnerConformance(t: TestApi, options: RunnerConformanceOptions)
 
     test("a tool's error reaches the engine; a ToolExecutionError stays recognisable", async () => {
       const { runner, executed } = await fixture(options);
-      await assert.rejects(
-        runner.callTool(callInput("c1", "broken_tool", '{"n":1}')),
-        /broken_tool exploded/,
-      );
+      await assert.rejects(runner.callTool(callInput("c1", "broken_tool", '{"n":1}')), /broken_tool exploded/);
       await assert.rejects(
         runner.callTool(callInput("c2", "picky_tool", '{"n":4}')),
         (error: unknown) => ToolExecutionError.isInstance(error) && /prime/.test((error as Error).message),
@@ -221,7 +236,10 @@ export function runnerConformance(t: TestApi, options: RunnerConformanceOptions)
       assert.equal(result.kind, "final");
       if (result.kind !== "final") return;
       assert.equal(result.text, `You said: ${text}`);
-      const streamed = turn.deltas.filter((d) => d.kind === "text").map((d) => d.text).join("");
+      const streamed = turn.deltas
+        .filter((d) => d.kind === "text")
+        .map((d) => d.text)
+        .join("");
       assert.equal(streamed, result.text);
       assert.ok(turn.deltas.length >= 2, "the text streams in several deltas");
       assert.equal(result.usage.modelCalls, 1);

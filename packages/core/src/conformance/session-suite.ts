@@ -181,7 +181,13 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       definition,
       workers: started,
       startWorker(o = {}) {
-        const settings = { store, definition, pollIntervalMs: 25, leaseTtlMs: o.leaseTtlMs ?? 5_000, concurrency: o.concurrency ?? 16 };
+        const settings = {
+          store,
+          definition,
+          pollIntervalMs: 25,
+          leaseTtlMs: o.leaseTtlMs ?? 5_000,
+          concurrency: o.concurrency ?? 16,
+        };
         const worker = options.makeWorker
           ? options.makeWorker(settings)
           : coreWorker(
@@ -215,21 +221,30 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
   const scenario = (name: string, body: (box: ToolBox) => Promise<void>) =>
     (options.scenarios?.(name) ?? true) &&
-    t.it(name, async () => {
-      try {
-        await body(new ToolBox());
-      } finally {
-        if (!t.afterEach) await teardown();
-      }
-    }, 60_000);
+    t.it(
+      name,
+      async () => {
+        try {
+          await body(new ToolBox());
+        } finally {
+          if (!t.afterEach) await teardown();
+        }
+      },
+      60_000,
+    );
 
   const turnSteps = async (env: Env, sessionId: string, turnId: string) =>
-    (await env.client.steps(sessionId)).filter((s) => s.turnId === turnId).map((s) => (s.step === "AwaitToolApproval" ? `${s.step}:${s.detail}` : s.step));
+    (await env.client.steps(sessionId))
+      .filter((s) => s.turnId === turnId)
+      .map((s) => (s.step === "AwaitToolApproval" ? `${s.step}:${s.detail}` : s.step));
 
   t.describe("session conformance", () => {
     scenario("a turn that looks up an order runs RunModel, CallTool, ResumeTurn, RunModel", async (box) => {
       const env = await setup(box);
-      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call look_up_order {"order_id":"1001"}' });
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call look_up_order {"order_id":"1001"}',
+      });
       const snapshot = await env.client.waitUntilIdle(sessionId);
       assert.equal(snapshot.status, "idle");
       assert.deepEqual(await turnSteps(env, sessionId, "turn-1"), ["RunModel", "CallTool", "ResumeTurn", "RunModel"]);
@@ -243,7 +258,10 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
     scenario("a non-idempotent call waits for approval and runs once after it", async (box) => {
       const env = await setup(box);
-      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call cancel_order {"order_id":"1002"}' });
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call cancel_order {"order_id":"1002"}',
+      });
       const waiting = await env.client.waitUntilIdle(sessionId);
       assert.equal(waiting.status, "awaiting_approval");
       assert.equal(waiting.pendingInterrupts.length, 1);
@@ -266,9 +284,16 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
     scenario("a rejection's message reaches the model and the tool never runs", async (box) => {
       const env = await setup(box);
-      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call cancel_order {"order_id":"1002"}' });
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call cancel_order {"order_id":"1002"}',
+      });
       const waiting = await env.client.waitUntilIdle(sessionId);
-      await env.client.reject(sessionId, waiting.pendingInterrupts[0]!.interruptId, "Not today: the customer called back.");
+      await env.client.reject(
+        sessionId,
+        waiting.pendingInterrupts[0]!.interruptId,
+        "Not today: the customer called back.",
+      );
       const done = await env.client.waitUntilIdle(sessionId);
       assert.equal(box.count("cancel_order"), 0);
       assert.equal(callOf(done, "cancel_order").status, "rejected");
@@ -288,8 +313,17 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       openB();
       openA();
       const done = await env.client.waitUntilIdle(sessionId);
-      assert.deepEqual(await turnSteps(env, sessionId, "turn-1"), ["RunModel", "CallTool", "CallTool", "ResumeTurn", "RunModel"]);
-      assert.equal(done.turn?.finalText, "Results: look_up_order -> order A is shipped | look_up_order -> order B is shipped");
+      assert.deepEqual(await turnSteps(env, sessionId, "turn-1"), [
+        "RunModel",
+        "CallTool",
+        "CallTool",
+        "ResumeTurn",
+        "RunModel",
+      ]);
+      assert.equal(
+        done.turn?.finalText,
+        "Results: look_up_order -> order A is shipped | look_up_order -> order B is shipped",
+      );
     });
 
     scenario("a read that fails twice then succeeds; one that fails three times is failed", async (box) => {
@@ -311,20 +345,29 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
     scenario("an idempotent write sees one key on every attempt and ends outcome_unknown", async (box) => {
       const env = await setup(box);
-      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call charge_card {"amount":5}' });
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call charge_card {"amount":5}',
+      });
       const done = await env.client.waitUntilIdle(sessionId);
       const call = callOf(done, "charge_card");
       assert.equal(call.status, "outcome_unknown");
       assert.equal(call.attempts, 3);
       const runs = box.executions.filter((e) => e.tool === "charge_card");
-      assert.deepEqual(runs.map((e) => e.attempt), [1, 2, 3]);
+      assert.deepEqual(
+        runs.map((e) => e.attempt),
+        [1, 2, 3],
+      );
       assert.deepEqual(new Set(runs.map((e) => e.key)), new Set([`${sessionId}/turn-1/${call.toolCallId}`]));
       assert.match(done.turn?.finalText ?? "", /charge_card -> The outcome of this tool call is unknown/);
     });
 
     scenario("a single-attempt call that throws is outcome_unknown and runs once", async (box) => {
       const env = await setup(box);
-      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call send_email {"to":"a@example.com"}' });
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call send_email {"to":"a@example.com"}',
+      });
       const done = await env.client.waitUntilIdle(sessionId);
       assert.equal(callOf(done, "send_email").status, "outcome_unknown");
       assert.equal(box.count("send_email"), 1);
@@ -332,7 +375,10 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
     scenario("ToolExecutionError is failed without a retry", async (box) => {
       const env = await setup(box);
-      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call find_customer {"email":"x@example.com"}' });
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call find_customer {"email":"x@example.com"}',
+      });
       const done = await env.client.waitUntilIdle(sessionId);
       const call = callOf(done, "find_customer");
       assert.equal(call.status, "failed");
@@ -343,7 +389,10 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
     scenario("invalid arguments are failed and the tool does not run", async (box) => {
       const env = await setup(box);
-      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call look_up_order {"order":1001}' });
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call look_up_order {"order":1001}',
+      });
       const done = await env.client.waitUntilIdle(sessionId);
       assert.equal(callOf(done, "look_up_order").status, "failed");
       assert.equal(box.count("look_up_order"), 0);
@@ -354,7 +403,10 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       const env = await setup(box, 0);
       const first = env.startWorker({ leaseTtlMs: 300 });
       box.gate("cancel_order");
-      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call cancel_order {"order_id":"1002"}' });
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call cancel_order {"order_id":"1002"}',
+      });
       const waiting = await env.client.waitUntilIdle(sessionId);
       await env.client.approve(sessionId, waiting.pendingInterrupts[0]!.interruptId);
       await waitUntil("the call to start", () => box.count("cancel_order") === 1);
@@ -366,14 +418,21 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       assert.match(done.turn?.finalText ?? "", /cancel_order -> The outcome of this tool call is unknown/);
       await new Promise((resolve) => setTimeout(resolve, 100));
       assert.equal(box.count("cancel_order"), 1, "the call is never executed again");
-      assert.equal((await env.client.snapshot(sessionId)).turn?.finalText, done.turn?.finalText, "the dead worker wrote nothing");
+      assert.equal(
+        (await env.client.snapshot(sessionId)).turn?.finalText,
+        done.turn?.finalText,
+        "the dead worker wrote nothing",
+      );
     });
 
     scenario("a worker dying inside a read call: the read runs again", async (box) => {
       const env = await setup(box, 0);
       const first = env.startWorker({ leaseTtlMs: 300 });
       const open = box.gate("look_up_order:7");
-      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call look_up_order {"order_id":"7"}' });
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call look_up_order {"order_id":"7"}',
+      });
       await waitUntil("the call to start", () => box.count("look_up_order") === 1);
       first.crash();
       open();
@@ -389,7 +448,10 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
     scenario("messages sent during a turn start the next turns, in order", async (box) => {
       const env = await setup(box);
       const open = box.gate("look_up_order:1");
-      const { sessionId } = await env.client.startSession({ agent: "conformance", message: 'call look_up_order {"order_id":"1"}' });
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call look_up_order {"order_id":"1"}',
+      });
       await waitUntil("the first call to start", () => box.count("look_up_order") === 1);
       await env.client.sendMessage(sessionId, "second");
       await env.client.sendMessage(sessionId, "third");
@@ -454,7 +516,10 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
         assert.equal(mine.length, 2);
         assert.ok(mine[0]!.endedAt! <= mine[1]!.startedAt, "the steps of one session never overlap");
       }
-      assert.ok(env.workers.every((w) => w.drives > 0), "both workers took part");
+      assert.ok(
+        env.workers.every((w) => w.drives > 0),
+        "both workers took part",
+      );
     });
 
     scenario("an event reader that reconnects from its cursor misses nothing and sees nothing twice", async (box) => {
@@ -472,15 +537,24 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       await reading;
       const second = new AbortController();
       const resumed = (async () => {
-        for await (const event of env.client.followEvents(sessionId, { after: seen.at(-1)!.seq, signal: second.signal })) {
+        for await (const event of env.client.followEvents(sessionId, {
+          after: seen.at(-1)!.seq,
+          signal: second.signal,
+        })) {
           seen.push(event);
           if (event.type === "turn_completed") second.abort();
         }
       })();
       await resumed;
       const all = await env.client.readEvents(sessionId);
-      assert.deepEqual(seen.map((e) => e.seq), all.map((e) => e.seq));
-      assert.deepEqual(seen.map((e) => e.seq), all.map((_, i) => i + 1));
+      assert.deepEqual(
+        seen.map((e) => e.seq),
+        all.map((e) => e.seq),
+      );
+      assert.deepEqual(
+        seen.map((e) => e.seq),
+        all.map((_, i) => i + 1),
+      );
     });
 
     scenario("text deltas are coalesced and join to the final text", async (box) => {
@@ -492,13 +566,19 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       const joined = deltas.map((e) => (e.type === "text_delta" ? e.data.text : "")).join("");
       assert.equal(joined, done.turn?.finalText);
       assert.ok(deltas.length >= 2, "long text streams in several events");
-      assert.ok(deltas.length <= Math.ceil(joined.length / 64) + 2, `deltas are coalesced (${deltas.length} events for ${joined.length} chars)`);
+      assert.ok(
+        deltas.length <= Math.ceil(joined.length / 64) + 2,
+        `deltas are coalesced (${deltas.length} events for ${joined.length} chars)`,
+      );
     });
 
     scenario("every bad input gets its typed error and changes nothing", async (box) => {
       const env = await setup(box);
       const { client } = env;
-      const { sessionId } = await client.startSession({ agent: "conformance", message: 'call cancel_order {"order_id":"1002"}' });
+      const { sessionId } = await client.startSession({
+        agent: "conformance",
+        message: 'call cancel_order {"order_id":"1002"}',
+      });
       const waiting = await client.waitUntilIdle(sessionId);
       const interruptId = waiting.pendingInterrupts[0]!.interruptId;
       const before = await client.snapshot(sessionId);
@@ -506,12 +586,36 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       const refuse = async (what: string, call: () => Promise<unknown>, check: (e: unknown) => boolean) => {
         await assert.rejects(call, (e: unknown) => check(e), what);
       };
-      await refuse("unknown session: send", () => client.sendMessage("no-such-session", "hi"), SessionNotFoundError.isInstance);
-      await refuse("unknown session: snapshot", () => client.snapshot("no-such-session"), SessionNotFoundError.isInstance);
-      await refuse("unknown session: events", () => client.readEvents("no-such-session"), SessionNotFoundError.isInstance);
-      await refuse("unknown session: approve", () => client.approve("no-such-session", interruptId), SessionNotFoundError.isInstance);
-      await refuse("unknown interrupt", () => client.approve(sessionId, "no-such-interrupt"), InterruptNotFoundError.isInstance);
-      await refuse("malformed text", () => client.sendMessage(sessionId, 42 as unknown as string), InvalidInputError.isInstance);
+      await refuse(
+        "unknown session: send",
+        () => client.sendMessage("no-such-session", "hi"),
+        SessionNotFoundError.isInstance,
+      );
+      await refuse(
+        "unknown session: snapshot",
+        () => client.snapshot("no-such-session"),
+        SessionNotFoundError.isInstance,
+      );
+      await refuse(
+        "unknown session: events",
+        () => client.readEvents("no-such-session"),
+        SessionNotFoundError.isInstance,
+      );
+      await refuse(
+        "unknown session: approve",
+        () => client.approve("no-such-session", interruptId),
+        SessionNotFoundError.isInstance,
+      );
+      await refuse(
+        "unknown interrupt",
+        () => client.approve(sessionId, "no-such-interrupt"),
+        InterruptNotFoundError.isInstance,
+      );
+      await refuse(
+        "malformed text",
+        () => client.sendMessage(sessionId, 42 as unknown as string),
+        InvalidInputError.isInstance,
+      );
       await refuse("empty text", () => client.sendMessage(sessionId, "   "), InvalidInputError.isInstance);
       await refuse("malformed session ID", () => client.sendMessage("a/b", "hi"), InvalidInputError.isInstance);
       await refuse(
@@ -524,8 +628,16 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
         () => client.resolveInterrupt(sessionId, { interruptId, approved: true, message: "ok" }),
         InvalidInputError.isInstance,
       );
-      await refuse("oversize message", () => client.sendMessage(sessionId, "x".repeat(40_000)), InputTooLargeError.isInstance);
-      await refuse("oversize rejection", () => client.reject(sessionId, interruptId, "x".repeat(40_000)), InputTooLargeError.isInstance);
+      await refuse(
+        "oversize message",
+        () => client.sendMessage(sessionId, "x".repeat(40_000)),
+        InputTooLargeError.isInstance,
+      );
+      await refuse(
+        "oversize rejection",
+        () => client.reject(sessionId, interruptId, "x".repeat(40_000)),
+        InputTooLargeError.isInstance,
+      );
       await refuse(
         "wrong state: the session exists",
         () => client.startSession({ agent: "conformance", sessionId }),
@@ -535,15 +647,31 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       assert.deepEqual(after, before, "no refused call changed the session");
       assert.deepEqual(await env.store.readInbox(sessionId, 0), inboxBefore, "no refused call wrote to the inbox");
       await client.approve(sessionId, interruptId);
-      await refuse("duplicate approval", () => client.approve(sessionId, interruptId), DuplicateResolutionError.isInstance);
-      await refuse("approval after rejection", () => client.reject(sessionId, interruptId, "no"), DuplicateResolutionError.isInstance);
+      await refuse(
+        "duplicate approval",
+        () => client.approve(sessionId, interruptId),
+        DuplicateResolutionError.isInstance,
+      );
+      await refuse(
+        "approval after rejection",
+        () => client.reject(sessionId, interruptId, "no"),
+        DuplicateResolutionError.isInstance,
+      );
       const done = await client.waitUntilIdle(sessionId);
       assert.equal(box.count("cancel_order"), 1, "the approval was applied once");
-      await refuse("duplicate approval after it was applied", () => client.approve(sessionId, interruptId), DuplicateResolutionError.isInstance);
+      await refuse(
+        "duplicate approval after it was applied",
+        () => client.approve(sessionId, interruptId),
+        DuplicateResolutionError.isInstance,
+      );
       assert.equal((await client.snapshot(sessionId)).version, done.version);
       await client.sendMessage(sessionId, "next turn");
       await client.waitFor(sessionId, (s) => s.turnCount === 2 && s.status === "idle");
-      await refuse("duplicate approval of an earlier turn's interrupt", () => client.approve(sessionId, interruptId), DuplicateResolutionError.isInstance);
+      await refuse(
+        "duplicate approval of an earlier turn's interrupt",
+        () => client.approve(sessionId, interruptId),
+        DuplicateResolutionError.isInstance,
+      );
     });
   });
 }

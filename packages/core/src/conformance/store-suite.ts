@@ -21,7 +21,10 @@ import type { StoreHarness, TestApi } from "./types.js";
 
 const agent = "store-suite";
 const message = (text: string) => ({ kind: "message" as const, text, messageId: null });
-const item = (text: string): HistoryItem => ({ item: { role: "user", content: text }, display: { role: "user", text } });
+const item = (text: string): HistoryItem => ({
+  item: { role: "user", content: text },
+  display: { role: "user", text },
+});
 const noteEvent = (text: string): EventBody => ({ type: "message_queued", data: { text, position: 1 } });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -77,13 +80,17 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
   };
   t.afterEach?.(cleanup);
   const test = (name: string, body: () => Promise<void>) =>
-    t.it(name, async () => {
-      try {
-        await body();
-      } finally {
-        if (!t.afterEach) await cleanup();
-      }
-    }, 30_000);
+    t.it(
+      name,
+      async () => {
+        try {
+          await body();
+        } finally {
+          if (!t.afterEach) await cleanup();
+        }
+      },
+      30_000,
+    );
 
   t.describe("store conformance", () => {
     test("createSession writes the head, its events and the first inbox entry; a taken ID is refused", async () => {
@@ -96,10 +103,19 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       assert.equal(row.fence, 0);
       assert.equal(row.leaseOwner, null);
       assert.deepEqual(row.head, head);
-      assert.deepEqual((await raw.events(head.sessionId)).map((e) => [e.seq, e.type]), [[1, "session_created"]]);
-      assert.deepEqual((await raw.inbox(head.sessionId)).map((e) => [e.seq, e.entry]), [[1, message("hello")]]);
+      assert.deepEqual(
+        (await raw.events(head.sessionId)).map((e) => [e.seq, e.type]),
+        [[1, "session_created"]],
+      );
+      assert.deepEqual(
+        (await raw.inbox(head.sessionId)).map((e) => [e.seq, e.entry]),
+        [[1, message("hello")]],
+      );
       await assert.rejects(
-        store.createSession({ head: { ...head, turnCount: 9 }, events: [{ type: "session_created", data: { agent } }] }),
+        store.createSession({
+          head: { ...head, turnCount: 9 },
+          events: [{ type: "session_created", data: { agent } }],
+        }),
         SessionStateError.isInstance,
       );
       assert.deepEqual((await raw.session(head.sessionId))?.head, head, "the refused create changed nothing");
@@ -128,7 +144,10 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       assert.equal(row?.inboxCursor, 1);
       assert.deepEqual(row?.head, next);
       assert.deepEqual(await raw.history(head.sessionId), [item("one"), item("two")]);
-      assert.deepEqual((await raw.events(head.sessionId)).map((e) => e.seq), [1, 2, 3]);
+      assert.deepEqual(
+        (await raw.events(head.sessionId)).map((e) => e.seq),
+        [1, 2, 3],
+      );
       assert.deepEqual((await store.loadSession(head.sessionId))?.head, next);
       assert.deepEqual(await store.readHistory(head.sessionId, 1), [item("two")]);
       const more = await store.commit({
@@ -148,7 +167,12 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       const { store, raw } = await open();
       const head = await create(store, { withMessage: true });
       const l = await lease(store);
-      const result = await store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 1, events: [noteEvent("x")] });
+      const result = await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 1,
+        events: [noteEvent("x")],
+      });
       assert.deepEqual(result, { version: 1, lastEventSeq: 2 });
       assert.equal((await raw.session(head.sessionId))?.version, 1);
       assert.deepEqual((await raw.session(head.sessionId))?.head, head);
@@ -207,20 +231,35 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
         events: [],
       });
       await store.releaseLease(l);
-      assert.equal(await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: [agent] }), null, "consumed and idle");
+      assert.equal(
+        await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: [agent] }),
+        null,
+        "consumed and idle",
+      );
     });
 
     test("an expired lease is taken over, and the stale worker can neither commit nor renew", async () => {
       const { store, raw } = await open();
       const head = await create(store, { withMessage: true });
       const stale = await lease(store, "old", LEASE_TTL_MS);
-      assert.equal(await store.acquireLease({ workerId: "new", ttlMs: 5_000, agents: [agent] }), null, "the lease is live");
+      assert.equal(
+        await store.acquireLease({ workerId: "new", ttlMs: 5_000, agents: [agent] }),
+        null,
+        "the lease is live",
+      );
       // Taken over as soon as it expired: asked again until it is granted, not after a fixed sleep.
       const fresh = await eventually(() => store.acquireLease({ workerId: "new", ttlMs: 5_000, agents: [agent] }));
       assert.ok(Date.now() >= stale.expiresAt, "not granted before the old lease expired");
       assert.equal(fresh.fence, stale.fence + 1);
       await assert.rejects(
-        store.commit({ sessionId: head.sessionId, fence: stale.fence, expectedVersion: 1, head: { ...head, turnCount: 3 }, runnable: false, events: [noteEvent("stale")] }),
+        store.commit({
+          sessionId: head.sessionId,
+          fence: stale.fence,
+          expectedVersion: 1,
+          head: { ...head, turnCount: 3 },
+          runnable: false,
+          events: [noteEvent("stale")],
+        }),
         LeaseLostError.isInstance,
       );
       assert.equal(await store.renewLease(stale, 5_000), null);
@@ -231,7 +270,14 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       assert.equal((await raw.events(head.sessionId)).length, 1);
       const renewed = await store.renewLease(fresh, 5_000);
       assert.ok(renewed && renewed.expiresAt >= fresh.expiresAt);
-      await store.commit({ sessionId: head.sessionId, fence: fresh.fence, expectedVersion: 1, head: { ...head, inboxCursor: 1 }, runnable: false, events: [] });
+      await store.commit({
+        sessionId: head.sessionId,
+        fence: fresh.fence,
+        expectedVersion: 1,
+        head: { ...head, inboxCursor: 1 },
+        runnable: false,
+        events: [],
+      });
     });
 
     test("a commit after the lease expired is refused even when nobody took over", async () => {
@@ -251,12 +297,18 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       const results = await Promise.all(
         Array.from({ length: 12 }, (_, i) => store.enqueue(head.sessionId, message(`m${i}`), `k${i}`)),
       );
-      assert.deepEqual(results.map((r) => r.seq).sort((a, b) => a - b), Array.from({ length: 12 }, (_, i) => i + 1));
+      assert.deepEqual(
+        results.map((r) => r.seq).sort((a, b) => a - b),
+        Array.from({ length: 12 }, (_, i) => i + 1),
+      );
       const again = await store.enqueue(head.sessionId, message("m3 again"), "k3");
       assert.deepEqual(again, { seq: results[3]!.seq, duplicate: true });
       assert.equal((await raw.inbox(head.sessionId)).length, 12, "the duplicate wrote nothing");
       const tail = await store.readInbox(head.sessionId, 6);
-      assert.deepEqual(tail.map((e) => e.seq), [7, 8, 9, 10, 11, 12]);
+      assert.deepEqual(
+        tail.map((e) => e.seq),
+        [7, 8, 9, 10, 11, 12],
+      );
       await assert.rejects(store.enqueue("no-such-session", message("x"), null), SessionNotFoundError.isInstance);
     });
 
@@ -265,12 +317,23 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       const head = await create(store, { withMessage: true });
       const l = await lease(store);
       for (let i = 0; i < 5; i++) {
-        await store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 1, events: [noteEvent(`${i}`), noteEvent(`${i}b`)] });
+        await store.commit({
+          sessionId: head.sessionId,
+          fence: l.fence,
+          expectedVersion: 1,
+          events: [noteEvent(`${i}`), noteEvent(`${i}b`)],
+        });
       }
       const all = await store.readEvents(head.sessionId, 0);
-      assert.deepEqual(all.map((e) => e.seq), Array.from({ length: 11 }, (_, i) => i + 1));
+      assert.deepEqual(
+        all.map((e) => e.seq),
+        Array.from({ length: 11 }, (_, i) => i + 1),
+      );
       const page = await store.readEvents(head.sessionId, 4, 3);
-      assert.deepEqual(page.map((e) => e.seq), [5, 6, 7]);
+      assert.deepEqual(
+        page.map((e) => e.seq),
+        [5, 6, 7],
+      );
       assert.deepEqual(page[0], all[4]);
       assert.equal(typeof page[0]?.at, "string");
       assert.deepEqual(await store.readEvents(head.sessionId, 11), []);
@@ -319,12 +382,26 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       const head = await create(store, { withMessage: true });
       const l = await lease(store);
       await assert.rejects(
-        store.commit({ sessionId: head.sessionId, fence: l.fence + 1, expectedVersion: 9, head, runnable: false, events: [noteEvent("x")] }),
+        store.commit({
+          sessionId: head.sessionId,
+          fence: l.fence + 1,
+          expectedVersion: 9,
+          head,
+          runnable: false,
+          events: [noteEvent("x")],
+        }),
         LeaseLostError.isInstance,
         "a wrong fence and a wrong version: the lease is checked first",
       );
       await assert.rejects(
-        store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 9, head, runnable: false, events: [noteEvent("x")] }),
+        store.commit({
+          sessionId: head.sessionId,
+          fence: l.fence,
+          expectedVersion: 9,
+          head,
+          runnable: false,
+          events: [noteEvent("x")],
+        }),
         VersionConflictError.isInstance,
       );
       assert.equal((await raw.events(head.sessionId)).length, 1, "no refused commit wrote an event");
@@ -364,13 +441,18 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
     test("a stored head comes back as stored; core's versioned parser refuses an unknown version", async () => {
       const { store, raw } = await open();
       // A head written by a newer release: the store keeps and returns it whole, core refuses to read it.
-      const newer = { ...newSessionHead(`s-${randomUUID()}`, agent, new Date().toISOString()), schemaVersion: 2, addedLater: true };
+      const newer = {
+        ...newSessionHead(`s-${randomUUID()}`, agent, new Date().toISOString()),
+        schemaVersion: 2,
+        addedLater: true,
+      };
       await store.createSession({ head: newer as unknown as SessionHead, events: [] });
       assert.deepEqual((await raw.session(newer.sessionId))?.head, newer);
       assert.deepEqual((await store.loadSession(newer.sessionId))?.head, newer);
       await assert.rejects(
         loadStoredSession(store, newer.sessionId),
-        (error: unknown) => StoredStateError.isInstance(error) && error.reason === "unknown_version" && error.version === 2,
+        (error: unknown) =>
+          StoredStateError.isInstance(error) && error.reason === "unknown_version" && error.version === 2,
       );
       const current = await create(store);
       assert.deepEqual((await loadStoredSession(store, current.sessionId))?.head, current);
@@ -393,7 +475,14 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       await waitFor((n) => n.kind === "work");
       const l = await lease(store);
       seen.length = 0;
-      await store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 1, head: { ...head, inboxCursor: 1 }, runnable: true, events: [noteEvent("e")] });
+      await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 1,
+        head: { ...head, inboxCursor: 1 },
+        runnable: true,
+        events: [noteEvent("e")],
+      });
       await waitFor((n) => n.kind === "events" && n.sessionId === head.sessionId);
       seen.length = 0;
       await store.releaseLease(l);

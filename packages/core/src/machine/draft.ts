@@ -49,20 +49,34 @@ export class Draft {
     this.events.push({ type: "history_appended", data: { items: items.map((item) => item.display) } });
   }
 
-  step(turn: Turn, step: StepKind, status: StepRecord["status"], extra: { toolCallId?: string; attempt?: number; detail?: string } = {}): void {
+  step(
+    turn: Turn,
+    step: StepKind,
+    status: StepRecord["status"],
+    extra: { toolCallId?: string; attempt?: number; detail?: string } = {},
+  ): void {
     const record: StepRecord = { step, status, attempt: extra.attempt ?? 0 };
     if (extra.toolCallId !== undefined) record.toolCallId = extra.toolCallId;
     if (extra.detail !== undefined) record.detail = extra.detail;
     const open = turn.steps.findLastIndex(
       (s) => s.step === step && s.toolCallId === extra.toolCallId && s.status === "running",
     );
-    const base = { turnId: turn.turnId, step, ...(extra.toolCallId !== undefined ? { toolCallId: extra.toolCallId } : {}) };
+    const base = {
+      turnId: turn.turnId,
+      step,
+      ...(extra.toolCallId !== undefined ? { toolCallId: extra.toolCallId } : {}),
+    };
     if (status === "running") {
       turn.steps.push(record);
       this.events.push({ type: "step_started", data: { ...base, attempt: record.attempt } });
       return;
     }
-    if (open >= 0) turn.steps[open] = { ...turn.steps[open]!, status, ...(extra.detail !== undefined ? { detail: extra.detail } : {}) };
+    if (open >= 0)
+      turn.steps[open] = {
+        ...turn.steps[open]!,
+        status,
+        ...(extra.detail !== undefined ? { detail: extra.detail } : {}),
+      };
     else turn.steps.push(record);
     this.events.push({
       type: "step_completed",
@@ -118,7 +132,12 @@ export class Draft {
   }
 
   /** Records a final outcome of a call of the running turn (no-op for a call that is final already). */
-  finishCall(turn: Turn, call: ToolCallRecord, status: FinalCallStatus, result: { output?: string; message?: string | null }): void {
+  finishCall(
+    turn: Turn,
+    call: ToolCallRecord,
+    status: FinalCallStatus,
+    result: { output?: string; message?: string | null },
+  ): void {
     if (isFinalCallStatus(call.status)) return;
     const wasRunning = call.status === "running";
     call.status = status;
@@ -152,7 +171,12 @@ export class Draft {
   /** Starts the due RunModel step: it is in flight until its result or a recovery. */
   startModel(turn: Turn): void {
     turn.modelRunning = true;
-    this.started.push({ kind: "RunModel", turnId: turn.turnId, modelStep: turn.modelSteps + 1, attempt: turn.modelAttempts + 1 });
+    this.started.push({
+      kind: "RunModel",
+      turnId: turn.turnId,
+      modelStep: turn.modelSteps + 1,
+      attempt: turn.modelAttempts + 1,
+    });
   }
 
   /** Starts the next attempt of a pending call: the attempt is counted before the tool runs. */

@@ -15,9 +15,11 @@ function awaitedModelStep(draft: Draft, input: { turnId: string; modelStep: numb
   if (!turn) return "no turn is running";
   if (turn.turnId !== input.turnId) return `the result is for ${input.turnId}, the running turn is ${turn.turnId}`;
   if (turn.phase !== "model") return "the turn is not waiting for a model step";
-  if (turn.modelSteps + 1 !== input.modelStep) return `the turn waits for model step ${turn.modelSteps + 1}, not ${input.modelStep}`;
+  if (turn.modelSteps + 1 !== input.modelStep)
+    return `the turn waits for model step ${turn.modelSteps + 1}, not ${input.modelStep}`;
   if (!turn.modelRunning) return `model step ${input.modelStep} is not started`;
-  if (turn.modelAttempts + 1 !== input.attempt) return `model step ${input.modelStep} runs attempt ${turn.modelAttempts + 1}, not ${input.attempt}`;
+  if (turn.modelAttempts + 1 !== input.attempt)
+    return `model step ${input.modelStep} runs attempt ${turn.modelAttempts + 1}, not ${input.attempt}`;
   return turn;
 }
 
@@ -64,7 +66,8 @@ export function onModelCompleted(draft: Draft, input: Input<"model_completed">, 
   });
   calls.forEach((planned, index) => {
     const rule = policyTable[planned.effect];
-    const interruptId = planned.needsApproval && !planned.invalid ? `${turn.turnId}-${turn.modelSteps}-${index + 1}` : null;
+    const interruptId =
+      planned.needsApproval && !planned.invalid ? `${turn.turnId}-${turn.modelSteps}-${index + 1}` : null;
     const call: ToolCallRecord = {
       toolCallId: planned.toolCallId,
       name: planned.name,
@@ -89,7 +92,13 @@ export function onModelCompleted(draft: Draft, input: Input<"model_completed">, 
       call.message = planned.invalid;
       draft.events.push({
         type: "tool_call_completed",
-        data: { turnId: turn.turnId, toolCallId: call.toolCallId, name: call.name, status: "failed", text: describeOutcome(call) },
+        data: {
+          turnId: turn.turnId,
+          toolCallId: call.toolCallId,
+          name: call.name,
+          status: "failed",
+          text: describeOutcome(call),
+        },
       });
       return;
     }
@@ -122,7 +131,13 @@ export function onModelAttemptFailed(draft: Draft, input: Input<"model_attempt_f
  * One attempt of the RunModel step failed: retry after the config's backoff, or fail the turn after
  * the last attempt, or at once when the failure is not retryable.
  */
-function modelAttemptFailed(draft: Draft, turn: Turn, error: string, { config, now }: ApplyContext, retryable = true): void {
+function modelAttemptFailed(
+  draft: Draft,
+  turn: Turn,
+  error: string,
+  { config, now }: ApplyContext,
+  retryable = true,
+): void {
   turn.modelRunning = false;
   turn.modelAttempts += 1;
   draft.step(turn, "RunModel", "failed", { attempt: turn.modelAttempts, detail: error });
@@ -139,7 +154,10 @@ function modelAttemptFailed(draft: Draft, turn: Turn, error: string, { config, n
 }
 
 /** The effect and approval of each requested call; a call of a tool the agent does not have cannot run. */
-export function planCalls(calls: readonly RequestedToolCall[], config: Pick<MachineConfig, "tools" | "policies">): PlannedCall[] {
+export function planCalls(
+  calls: readonly RequestedToolCall[],
+  config: Pick<MachineConfig, "tools" | "policies">,
+): PlannedCall[] {
   const toolNames = new Set(config.tools.map((tool) => tool.name));
   return calls.map((call) => ({
     toolCallId: call.toolCallId,
@@ -158,15 +176,22 @@ export function malformedModelResult(result: RunModelResult): string | null {
   const malformed = "the runner returned a malformed model result";
   if (!isObject(r) || !isObject(r.usage)) return malformed;
   const usage = r.usage;
-  if (!["modelCalls", "inputTokens", "outputTokens", "totalTokens"].every((key) => Number.isFinite(usage[key]))) return malformed;
+  if (!["modelCalls", "inputTokens", "outputTokens", "totalTokens"].every((key) => Number.isFinite(usage[key])))
+    return malformed;
   if (r.kind === "final") {
-    const itemsOk = Array.isArray(r.items) && r.items.every((item: unknown) => isObject(item) && isObject(item.display));
+    const itemsOk =
+      Array.isArray(r.items) && r.items.every((item: unknown) => isObject(item) && isObject(item.display));
     return itemsOk && typeof r.text === "string" ? null : malformed;
   }
   if (r.kind !== "tool_calls" || !Array.isArray(r.calls) || typeof r.runState !== "string") return malformed;
   const ids = new Set<string>();
   for (const call of r.calls as unknown[]) {
-    if (!isObject(call) || typeof call.toolCallId !== "string" || typeof call.name !== "string" || typeof call.arguments !== "string") {
+    if (
+      !isObject(call) ||
+      typeof call.toolCallId !== "string" ||
+      typeof call.name !== "string" ||
+      typeof call.arguments !== "string"
+    ) {
       return "the runner returned a malformed tool call";
     }
     if (ids.has(call.toolCallId)) return `tool call ID ${call.toolCallId} appears twice`;

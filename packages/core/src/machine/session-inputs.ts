@@ -10,8 +10,10 @@ type Input<T extends MachineInput["type"]> = Extract<MachineInput, { type: T }>;
 /** A message starts a turn or is queued; a decision resolves its interrupt. Each entry is applied once, in order. */
 export function onInbox(draft: Draft, input: Input<"inbox">): Handled {
   const { item, userItem } = input;
-  if (typeof item !== "object" || item === null || !Number.isInteger(item.seq)) return "the inbox entry has no sequence number";
-  if (!(item.seq > draft.head.inboxCursor)) return `inbox entry ${item.seq} is at or before the cursor ${draft.head.inboxCursor}`;
+  if (typeof item !== "object" || item === null || !Number.isInteger(item.seq))
+    return "the inbox entry has no sequence number";
+  if (!(item.seq > draft.head.inboxCursor))
+    return `inbox entry ${item.seq} is at or before the cursor ${draft.head.inboxCursor}`;
   if (item.kind === "message" && !userItem) return `inbox message ${item.seq} comes without its user item`;
   const kind: unknown = item.kind;
   if (kind !== "message" && kind !== "resolution") return `inbox entry ${item.seq} is of no known kind`;
@@ -33,7 +35,7 @@ export function onInbox(draft: Draft, input: Input<"inbox">): Handled {
   if (!interrupt || !turn || turn.turnId !== interrupt.turnId) return null;
   draft.head.pendingInterrupts = draft.head.pendingInterrupts.filter((i) => i !== interrupt);
   const call = draft.currentCall(interrupt.toolCallId);
-  if (!call || call.status !== "awaiting_approval") return null;
+  if (call?.status !== "awaiting_approval") return null;
   draft.events.push({
     type: "interrupt_resolved",
     data: { interruptId: interrupt.interruptId, approved: item.approved, message: item.message },
@@ -74,11 +76,16 @@ export function onRecover(draft: Draft, input: Input<"recover">): Handled {
       call.status = "pending";
       call.retryAt = null;
       call.lastError = "the worker stopped during the attempt";
-      draft.step(turn, call.step, "failed", { toolCallId: call.toolCallId, attempt: call.attempts, detail: "worker stopped" });
+      draft.step(turn, call.step, "failed", {
+        toolCallId: call.toolCallId,
+        attempt: call.attempts,
+        detail: "worker stopped",
+      });
     }
     changed.push({ toolCallId: call.toolCallId, status: call.status });
   }
-  if (changed.length > 0) draft.events.push({ type: "session_recovered", data: { fence: input.fence, calls: changed } });
+  if (changed.length > 0)
+    draft.events.push({ type: "session_recovered", data: { fence: input.fence, calls: changed } });
   return null;
 }
 

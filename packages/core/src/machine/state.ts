@@ -41,7 +41,7 @@ export function currentCalls(turn: Turn): ToolCallRecord[] {
 /** The outcomes handed to the next RunModel: every call of the latest response, in model order. */
 export function outcomesForNextModelStep(head: SessionHead): RecordedOutcome[] {
   const turn = head.turn;
-  if (!turn || turn.phase !== "model") return [];
+  if (turn?.phase !== "model") return [];
   return currentCalls(turn).map((call) => ({
     toolCallId: call.toolCallId,
     name: call.name,
@@ -60,12 +60,23 @@ export function dueSteps(head: SessionHead): WaitingStep[] {
   if (!isTurnActive(turn)) return [];
   if (turn.phase === "model") {
     if (turn.modelRunning) return [];
-    const step = { kind: "RunModel", turnId: turn.turnId, modelStep: turn.modelSteps + 1, attempt: turn.modelAttempts + 1 } as const;
+    const step = {
+      kind: "RunModel",
+      turnId: turn.turnId,
+      modelStep: turn.modelSteps + 1,
+      attempt: turn.modelAttempts + 1,
+    } as const;
     return [{ ...step, notBefore: turn.modelRetryAt }];
   }
   return currentCalls(turn)
     .filter((call) => call.status === "pending")
-    .map((call) => ({ kind: call.step, turnId: turn.turnId, toolCallId: call.toolCallId, attempt: call.attempts + 1, notBefore: call.retryAt }));
+    .map((call) => ({
+      kind: call.step,
+      turnId: turn.turnId,
+      toolCallId: call.toolCallId,
+      attempt: call.attempts + 1,
+      notBefore: call.retryAt,
+    }));
 }
 
 /** When the first step that is not started is due: its `notBefore`, or `now` when it is ready. Null when none is. */

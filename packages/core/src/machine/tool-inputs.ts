@@ -8,14 +8,18 @@ import type { ApplyContext, Handled, MachineInput } from "./types.js";
 type Input<T extends MachineInput["type"]> = Extract<MachineInput, { type: T }>;
 
 /** The running turn and call when the call runs exactly this attempt. */
-function runningAttempt(draft: Draft, input: { turnId: string; toolCallId: string; attempt: number }): [Turn, ToolCallRecord] | string {
+function runningAttempt(
+  draft: Draft,
+  input: { turnId: string; toolCallId: string; attempt: number },
+): [Turn, ToolCallRecord] | string {
   const turn = draft.activeTurn();
   if (!turn) return "no turn is running";
   if (turn.turnId !== input.turnId) return `the result is for ${input.turnId}, the running turn is ${turn.turnId}`;
   const call = draft.currentCall(input.toolCallId);
   if (!call) return `the running response has no call ${input.toolCallId}`;
   if (call.status !== "running") return `call ${input.toolCallId} is ${call.status}, not running`;
-  if (call.attempts !== input.attempt) return `call ${input.toolCallId} runs attempt ${call.attempts}, not ${input.attempt}`;
+  if (call.attempts !== input.attempt)
+    return `call ${input.toolCallId} runs attempt ${call.attempts}, not ${input.attempt}`;
   return [turn, call];
 }
 
@@ -50,7 +54,13 @@ export function onCallAttemptFailed(draft: Draft, input: Input<"call_attempt_fai
 }
 
 /** Retry after the config's backoff while the policy table allows another attempt; else the exhausted outcome. */
-function attemptFailed(draft: Draft, turn: Turn, call: ToolCallRecord, error: string, { config, now }: ApplyContext): void {
+function attemptFailed(
+  draft: Draft,
+  turn: Turn,
+  call: ToolCallRecord,
+  error: string,
+  { config, now }: ApplyContext,
+): void {
   call.lastError = error;
   if (call.attempts >= call.maxAttempts) {
     const rule = policyTable[call.effect];

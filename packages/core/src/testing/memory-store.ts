@@ -163,7 +163,12 @@ export class MemoryStore implements SessionStore {
       record.fence += 1;
       record.leaseOwner = options.workerId;
       record.leaseExpiresAt = now + options.ttlMs;
-      return { sessionId: record.sessionId, workerId: options.workerId, fence: record.fence, expiresAt: record.leaseExpiresAt };
+      return {
+        sessionId: record.sessionId,
+        workerId: options.workerId,
+        fence: record.fence,
+        expiresAt: record.leaseExpiresAt,
+      };
     }
     return null;
   }
@@ -264,7 +269,11 @@ export function memoryRawReader(store: MemoryStore): RawStoreReader {
       });
     },
     async inbox(sessionId) {
-      return (records.get(sessionId)?.inbox ?? []).map((i) => ({ seq: i.seq, dedupeKey: i.dedupeKey, entry: JSON.parse(i.entry) }));
+      return (records.get(sessionId)?.inbox ?? []).map((i) => ({
+        seq: i.seq,
+        dedupeKey: i.dedupeKey,
+        entry: JSON.parse(i.entry),
+      }));
     },
   };
 }

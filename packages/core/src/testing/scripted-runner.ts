@@ -38,7 +38,10 @@ export class ScriptedRunner implements Runner {
   }
 
   tools(): ToolDescription[] {
-    return [...this.specs.values()].map((tool) => ({ name: tool.name, approval: tool.needsApproval ? "always" : "never" }));
+    return [...this.specs.values()].map((tool) => ({
+      name: tool.name,
+      approval: tool.needsApproval ? "always" : "never",
+    }));
   }
 
   userItem(kind: UserItemKind, text: string): HistoryItem {
@@ -48,8 +51,10 @@ export class ScriptedRunner implements Runner {
   async runModel(input: RunModelInput): Promise<RunModelResult> {
     this.modelCalls += 1;
     const user = input.history[input.turnStart]?.item as ScriptedItem | undefined;
-    if (!user || user.role !== "user" || !("content" in user)) throw new Error("the turn has no user item");
-    const turnItems: ScriptedItem[] = input.runState ? (JSON.parse(input.runState) as { items: ScriptedItem[] }).items : [];
+    if (user?.role !== "user" || !("content" in user)) throw new Error("the turn has no user item");
+    const turnItems: ScriptedItem[] = input.runState
+      ? (JSON.parse(input.runState) as { items: ScriptedItem[] }).items
+      : [];
     for (const outcome of input.outcomes) {
       turnItems.push({ role: "tool", toolCallId: outcome.toolCallId, name: outcome.name, content: outcome.text });
     }
@@ -59,8 +64,11 @@ export class ScriptedRunner implements Runner {
       toolResults: turnItems.flatMap((item) => (item.role === "tool" ? [{ name: item.name, text: item.content }] : [])),
       failureNotesSeen: input.history
         .slice(0, input.turnStart)
-        .filter((h) => (h.item as ScriptedItem).role === "user" && String((h.item as { content?: string }).content).startsWith(TURN_FAILURE_NOTE_PREFIX))
-        .length,
+        .filter(
+          (h) =>
+            (h.item as ScriptedItem).role === "user" &&
+            String((h.item as { content?: string }).content).startsWith(TURN_FAILURE_NOTE_PREFIX),
+        ).length,
     };
     const decision = decideScriptedResponse(modelInput);
     const inputTokens = Math.ceil(JSON.stringify(input.history).length / 4) + turnItems.length;
@@ -71,7 +79,10 @@ export class ScriptedRunner implements Runner {
         arguments: call.arguments,
         needsApproval: this.specs.get(call.name)?.needsApproval ?? false,
       }));
-      turnItems.push({ role: "assistant", toolCalls: calls.map((c) => ({ id: c.toolCallId, name: c.name, arguments: c.arguments })) });
+      turnItems.push({
+        role: "assistant",
+        toolCalls: calls.map((c) => ({ id: c.toolCallId, name: c.name, arguments: c.arguments })),
+      });
       const outputTokens = calls.length * 10;
       return {
         kind: "tool_calls",

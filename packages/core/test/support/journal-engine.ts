@@ -74,7 +74,10 @@ export class JournalEngine implements ConformanceWorker {
   async stop(options: { timeoutMs?: number } = {}): Promise<void> {
     this.stopping = true;
     this.poke();
-    await Promise.race([Promise.all(this.active), new Promise((resolve) => setTimeout(resolve, options.timeoutMs ?? 30_000))]);
+    await Promise.race([
+      Promise.all(this.active),
+      new Promise((resolve) => setTimeout(resolve, options.timeoutMs ?? 30_000)),
+    ]);
     for (const abort of this.aborts) abort.abort();
     await this.loop;
     this.unsubscribe?.();
@@ -109,7 +112,11 @@ export class JournalEngine implements ConformanceWorker {
     while (!this.stopping) {
       const lease =
         this.active.size < this.options.concurrency
-          ? await this.store.acquireLease({ workerId: this.workerId, ttlMs: this.options.leaseTtlMs, agents: [this.definition.name] })
+          ? await this.store.acquireLease({
+              workerId: this.workerId,
+              ttlMs: this.options.leaseTtlMs,
+              agents: [this.definition.name],
+            })
           : null;
       if (this.stopping) {
         if (lease && !this.dead) await this.store.releaseLease(lease);
@@ -135,19 +142,22 @@ export class JournalEngine implements ConformanceWorker {
     const abort = new AbortController();
     this.aborts.add(abort);
     let current = lease;
-    const renew = setInterval(async () => {
-      if (this.dead) return;
-      const renewed = await this.store.renewLease(current, this.options.leaseTtlMs).catch(() => null);
-      if (renewed) current = renewed;
-      else abort.abort();
-    }, Math.max(10, Math.floor(this.options.leaseTtlMs / 3)));
+    const renew = setInterval(
+      async () => {
+        if (this.dead) return;
+        const renewed = await this.store.renewLease(current, this.options.leaseTtlMs).catch(() => null);
+        if (renewed) current = renewed;
+        else abort.abort();
+      },
+      Math.max(10, Math.floor(this.options.leaseTtlMs / 3)),
+    );
     try {
       const stored = await this.store.loadSession(lease.sessionId);
       if (!stored) return;
       let head = parseSessionHead(stored.head);
       let version = stored.version;
-      let journal = this.journals.get(lease.sessionId);
-      if (!journal) this.journals.set(lease.sessionId, (journal = { from: head, entries: [] }));
+      const journal = this.journals.get(lease.sessionId) ?? { from: head, entries: [] };
+      this.journals.set(lease.sessionId, journal);
       const config = machineConfig(this.definition);
       const inputs: MachineInput[] = [{ type: "recover", fence: lease.fence }];
       let running = 0;
@@ -165,7 +175,11 @@ export class JournalEngine implements ConformanceWorker {
         const stopping = this.stopping;
         if (inputs.length === 0 && !stopping) {
           for (const item of await this.store.readInbox(lease.sessionId, head.inboxCursor)) {
-            inputs.push(item.kind === "message" ? { type: "inbox", item, userItem: this.definition.runner.userItem("message", item.text) } : { type: "inbox", item });
+            inputs.push(
+              item.kind === "message"
+                ? { type: "inbox", item, userItem: this.definition.runner.userItem("message", item.text) }
+                : { type: "inbox", item },
+            );
           }
         }
         if (inputs.length === 0 && !stopping && nextAt !== null && nextAt <= Date.now()) inputs.push({ type: "tick" });
@@ -196,7 +210,11 @@ export class JournalEngine implements ConformanceWorker {
           if (!this.dead) await this.store.releaseLease(current);
           return;
         }
-        await this.nap(nextAt === null ? this.options.pollIntervalMs : Math.max(1, Math.min(this.options.pollIntervalMs, nextAt - Date.now())));
+        await this.nap(
+          nextAt === null
+            ? this.options.pollIntervalMs
+            : Math.max(1, Math.min(this.options.pollIntervalMs, nextAt - Date.now())),
+        );
       }
     } catch (error) {
       // A refused commit: the lease is someone else's now.
@@ -232,7 +250,14 @@ export class JournalEngine implements ConformanceWorker {
     }
     const call = currentCalls(turn).find((c) => c.toolCallId === step.toolCallId)!;
     const base = { turnId: step.turnId, toolCallId: step.toolCallId, attempt: step.attempt };
-    const context = { sessionId, turnId: step.turnId, toolCallId: call.toolCallId, toolName: call.name, idempotencyKey: call.idempotencyKey!, attempt: step.attempt };
+    const context = {
+      sessionId,
+      turnId: step.turnId,
+      toolCallId: call.toolCallId,
+      toolName: call.name,
+      idempotencyKey: call.idempotencyKey!,
+      attempt: step.attempt,
+    };
     try {
       const outcome = await runInToolCall(context, () =>
         this.definition.runner.callTool({
@@ -248,7 +273,8 @@ export class JournalEngine implements ConformanceWorker {
       );
       return { type: "call_finished", ...base, outcome };
     } catch (error) {
-      if (ToolExecutionError.isInstance(error)) return { type: "call_finished", ...base, outcome: { status: "failed", message: error.message } };
+      if (ToolExecutionError.isInstance(error))
+        return { type: "call_finished", ...base, outcome: { status: "failed", message: error.message } };
       return { type: "call_attempt_failed", ...base, error: errorText(error) };
     }
   }

@@ -24,7 +24,8 @@ export function conformanceRunner(
     instructions: "Follow the script in the user's message.",
     tools: tools.map((spec) => {
       const shape: Record<string, z.ZodType> = {};
-      for (const [key, type] of Object.entries(spec.parameters)) shape[key] = type === "number" ? z.number() : z.string();
+      for (const [key, type] of Object.entries(spec.parameters))
+        shape[key] = type === "number" ? z.number() : z.string();
       return durableTool({
         name: spec.name,
         description: spec.description,

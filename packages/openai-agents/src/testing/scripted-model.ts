@@ -49,11 +49,13 @@ function outputText(output: unknown): string {
   return JSON.stringify(output);
 }
 
-const isUserMessage = (item: Item) => item["role"] === "user" && (item["type"] === "message" || item["type"] === undefined);
+const isUserMessage = (item: Item) =>
+  item["role"] === "user" && (item["type"] === "message" || item["type"] === undefined);
 
 /** Reads the scripted rules' input from the SDK's model input. */
 export function scriptedInputFromItems(input: string | readonly AgentInputItem[]): ScriptedModelInput {
-  const items: Item[] = typeof input === "string" ? [{ type: "message", role: "user", content: input }] : (input as unknown as Item[]);
+  const items: Item[] =
+    typeof input === "string" ? [{ type: "message", role: "user", content: input }] : (input as unknown as Item[]);
   let turnIndex = -1;
   for (let i = items.length - 1; i >= 0; i--) {
     const item = items[i]!;
@@ -85,7 +87,8 @@ function structuredAnswer(schema: unknown, text: string): unknown {
   const s = (schema ?? {}) as Item;
   if (s["type"] === "object" && s["properties"] && typeof s["properties"] === "object") {
     const out: Record<string, unknown> = {};
-    for (const [key, sub] of Object.entries(s["properties"] as Record<string, unknown>)) out[key] = structuredAnswer(sub, text);
+    for (const [key, sub] of Object.entries(s["properties"] as Record<string, unknown>))
+      out[key] = structuredAnswer(sub, text);
     return out;
   }
   if (s["type"] === "number" || s["type"] === "integer") return text.length;
@@ -110,7 +113,11 @@ export class ScriptedModel implements Model {
   }
 
   /** The token counts reported for each call so far, in call order. */
-  get usages(): readonly { readonly inputTokens: number; readonly outputTokens: number; readonly totalTokens: number }[] {
+  get usages(): readonly {
+    readonly inputTokens: number;
+    readonly outputTokens: number;
+    readonly totalTokens: number;
+  }[] {
     return this.#usages;
   }
 
@@ -180,7 +187,10 @@ export class ScriptedModel implements Model {
     for (let i = 0; i < reasoning; i++) {
       yield {
         type: "model",
-        event: { type: "response.reasoning_summary_text.delta", delta: i === 0 ? `thinking about ${itemCount} item(s)` : "." },
+        event: {
+          type: "response.reasoning_summary_text.delta",
+          delta: i === 0 ? `thinking about ${itemCount} item(s)` : ".",
+        },
       };
     }
     for (const item of response.output as unknown as Item[]) {

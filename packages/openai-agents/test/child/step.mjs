@@ -13,4 +13,6 @@ const result = await runner.runModel({
   signal: new AbortController().signal,
   emit: (delta) => deltas.push(delta),
 });
-process.stdout.write(JSON.stringify({ result, modelCalls: model.calls, toolRuns: runs.length, deltas, pid: process.pid }));
+process.stdout.write(
+  JSON.stringify({ result, modelCalls: model.calls, toolRuns: runs.length, deltas, pid: process.pid }),
+);

@@ -16,7 +16,10 @@ export interface SchemaStores {
  * For suites that want a fresh store per test: one database of its own on the test server, one
  * pool, and a new schema for each `next()`.
  */
-export async function openSchemaStores(prefix: string, options: { pollIntervalMs?: number } = {}): Promise<SchemaStores> {
+export async function openSchemaStores(
+  prefix: string,
+  options: { pollIntervalMs?: number } = {},
+): Promise<SchemaStores> {
   const database: TestDatabase = await createTestDatabase();
   const pool = new pg.Pool({ connectionString: database.connectionString, max: 20 });
   pool.on("error", () => {});
@@ -27,7 +30,11 @@ export async function openSchemaStores(prefix: string, options: { pollIntervalMs
       const schema = `${prefix}_${++count}`;
       await migrate(pool, { schema });
       return {
-        store: new PostgresStore({ pool, schema, ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}) }),
+        store: new PostgresStore({
+          pool,
+          schema,
+          ...(options.pollIntervalMs ? { pollIntervalMs: options.pollIntervalMs } : {}),
+        }),
         raw: postgresRawReader(pool, schema),
         cleanup: async () => {
           await pool.query(`DROP SCHEMA ${schema} CASCADE`);

@@ -63,7 +63,19 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     for (let attempt = 1; ; attempt++) {
       port = await freePort();
       try {
-        await run(server, ["pg_ctl", "start", "-w", "-t", "60", "-D", data, "-l", join(dir, "log"), "-o", `-p ${port}`]);
+        await run(server, [
+          "pg_ctl",
+          "start",
+          "-w",
+          "-t",
+          "60",
+          "-D",
+          data,
+          "-l",
+          join(dir, "log"),
+          "-o",
+          `-p ${port}`,
+        ]);
         break;
       } catch (error) {
         // Another process may have taken the port between the probe and the start.
@@ -76,7 +88,21 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       port,
       dir,
       async restart({ mode = "fast" } = {}) {
-        await run(server, ["pg_ctl", "restart", "-w", "-t", "60", "-D", data, "-m", mode, "-l", join(dir, "log"), "-o", `-p ${port}`]);
+        await run(server, [
+          "pg_ctl",
+          "restart",
+          "-w",
+          "-t",
+          "60",
+          "-D",
+          data,
+          "-m",
+          mode,
+          "-l",
+          join(dir, "log"),
+          "-o",
+          `-p ${port}`,
+        ]);
       },
       async stop() {
         if (stopped) return;

@@ -19,7 +19,11 @@ export interface TempSqliteStore extends StoreHarness {
 }
 
 /** A temporary folder for store files; `remove` deletes it with everything in it. */
-export function tempStoreDir(prefix = "durable-agents-sqlite-"): { dir: string; file(name?: string): string; remove(): void } {
+export function tempStoreDir(prefix = "durable-agents-sqlite-"): {
+  dir: string;
+  file(name?: string): string;
+  remove(): void;
+} {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return {
     dir,

@@ -7,7 +7,7 @@ import { DatabaseSync } from "node:sqlite";
 const { SqliteStore } = await import(new URL("../../dist/index.js", import.meta.url).href);
 const [path] = process.argv.slice(2);
 const store = new SqliteStore({ path, watchIntervalMs: 5 });
-const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
+const send = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
 
 const commands = {
   subscribe: () => {

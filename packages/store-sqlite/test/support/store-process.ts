@@ -16,7 +16,10 @@ export interface StoreProcess {
 }
 
 export class RemoteError extends Error {
-  constructor(readonly code: string | undefined, message: string) {
+  constructor(
+    readonly code: string | undefined,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -46,7 +49,7 @@ export function startStoreProcess(path: string): StoreProcess {
     async call<T>(command: string, args?: unknown): Promise<T> {
       const id = String(++next);
       const reply = line(id);
-      child.stdin.write(JSON.stringify({ id, command, args }) + "\n");
+      child.stdin.write(`${JSON.stringify({ id, command, args })}\n`);
       const message = await reply;
       if (message.error) {
         const error = message.error as { code?: string; message: string };
