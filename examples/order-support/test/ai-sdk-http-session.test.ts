@@ -2,16 +2,18 @@
  * The order support agent on the Vercel AI SDK, served by the same HTTP server factory: a whole
  * session over real HTTP (look up, cancel, approve, answer), a refusal by the desk and a rejection.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SessionEvent } from "@durable-agents/core";
 import { startHarness, type Harness } from "./support/order-support-harness.js";
 import { SseConnection } from "./support/sse-reader.js";
 
+// Each test gets a server, worker and order desk of its own: no test sees what another one did
+// (the desk's cancellations, above all).
 let harness: Harness;
-beforeAll(async () => {
+beforeEach(async () => {
   harness = await startHarness({ framework: "ai-sdk" });
 });
-afterAll(async () => {
+afterEach(async () => {
   await harness?.close();
 });
 

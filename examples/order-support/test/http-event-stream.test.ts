@@ -2,36 +2,38 @@
  * The event stream's lifecycle: a dropped connection stops the server's follower of the store, and
  * an idle stream sends keep-alive comments.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { OrderSupportClient } from "../src/session-client-port.js";
 import { startHarness, type Harness } from "./support/order-support-harness.js";
 import { SseConnection } from "./support/sse-reader.js";
 
-/** Counts the followers the server has open on the real client. */
-let activeFollowers = 0;
-function observeFollowers(client: OrderSupportClient): OrderSupportClient {
-  return {
+/** Counts the followers the server has open on the real client (per test: see beforeEach). */
+function observeFollowers(followers: { active: number }) {
+  return (client: OrderSupportClient): OrderSupportClient => ({
     startSession: (input) => client.startSession(input),
     sendMessage: (id, text, options) => client.sendMessage(id, text, options),
     resolveInterrupt: (id, input) => client.resolveInterrupt(id, input),
     snapshot: (id) => client.snapshot(id),
     readEvents: (id, options) => client.readEvents(id, options),
     async *followEvents(id, options) {
-      activeFollowers += 1;
+      followers.active += 1;
       try {
         yield* client.followEvents(id, options);
       } finally {
-        activeFollowers -= 1;
+        followers.active -= 1;
       }
     },
-  };
+  });
 }
 
+// Each test gets a server of its own and a follower count that starts at zero.
 let harness: Harness;
-beforeAll(async () => {
-  harness = await startHarness({ keepAliveMs: 50, serverClient: observeFollowers });
+let followers: { active: number };
+beforeEach(async () => {
+  followers = { active: 0 };
+  harness = await startHarness({ keepAliveMs: 50, serverClient: observeFollowers(followers) });
 });
-afterAll(async () => {
+afterEach(async () => {
   await harness?.close();
 });
 
@@ -52,9 +54,9 @@ describe("the SSE event stream", () => {
     );
     for (const stream of streams)
       expect(JSON.parse((await stream.next())!.data)).toMatchObject({ seq: 1, type: "session_created" });
-    await eventually(() => activeFollowers === 3);
+    await eventually(() => followers.active === 3);
     for (const stream of streams) stream.close();
-    await eventually(() => activeFollowers === 0);
+    await eventually(() => followers.active === 0);
   });
 
   it("sends keep-alive comments while nothing happens, and still delivers the next event", async () => {

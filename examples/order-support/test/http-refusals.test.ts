@@ -25,17 +25,51 @@ const maxBodyBytes = 4096;
 let harness: Harness;
 /** A session whose first turn ended: idle, so its snapshot only changes if a request changes it. */
 let idle: { id: string; token: string };
+/** A session of its own that the checks send a message to after a refusal (see `movedOn`). */
+let sentinel: { id: string; token: string };
 
 beforeAll(async () => {
   harness = await startHarness({ maxTextChars, maxBodyBytes });
   idle = await harness.startSession("look up order 1001");
   await harness.waitFor(idle.id, idle.token, (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant");
+  sentinel = await harness.startSession("look up order 1001");
+  await harness.waitFor(
+    sentinel.id,
+    sentinel.token,
+    (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant",
+  );
 });
 afterAll(async () => {
   await harness?.close();
 });
 
 const snapshotOf = (id: string): Promise<SessionSnapshot> => harness.runtime.client.snapshot(id);
+
+/** What the store holds for a session: its snapshot, and its inbox and events as written. */
+const stateOf = async (id: string) => ({
+  snapshot: await snapshotOf(id),
+  inbox: await harness.runtime.store.readInbox(id, 0),
+  events: (await harness.runtime.store.readEvents(id, 0)).length,
+});
+
+/**
+ * The positive signal a "nothing moved" check waits for instead of a sleep: a message sent to the
+ * sentinel session over HTTP after the refused request, answered by the worker. By then the server
+ * has handled the refused request to its end and the worker has taken whatever reached the store.
+ */
+async function movedOn(): Promise<void> {
+  const { turnCount } = await snapshotOf(sentinel.id);
+  const sent = await harness.request("POST", `/sessions/${sentinel.id}/messages`, {
+    token: sentinel.token,
+    body: { text: "look up order 1001" },
+  });
+  expect(sent.status).toBe(202);
+  await harness.waitFor(
+    sentinel.id,
+    sentinel.token,
+    (s) => s.turnCount === turnCount + 1 && s.status === "idle" && s.messages.at(-1)?.role === "assistant",
+  );
+}
 
 /** Sends the request, checks status and error code, and that the idle session's snapshot did not move. */
 async function expectRefusal(
@@ -45,16 +79,16 @@ async function expectRefusal(
   status: number,
   code: string,
 ): Promise<string> {
-  const before = await snapshotOf(idle.id);
+  const before = await stateOf(idle.id);
   const response = await harness.request(method, path, options);
   expect(response.status).toBe(status);
   expect(response.headers.get("content-type")).toMatch(/^application\/json/);
   const body = (await response.json()) as { error: { code: string; message: string } };
   expect(body.error.code).toBe(code);
   expect(body.error.message.length).toBeGreaterThan(0);
-  // Give a wrongly accepted input the time to reach the worker, then compare.
-  await new Promise((resolve) => setTimeout(resolve, 30));
-  expect(await snapshotOf(idle.id)).toEqual(before);
+  // Compared once the server and the worker have moved on past this request.
+  await movedOn();
+  expect(await stateOf(idle.id)).toEqual(before);
   return body.error.message;
 }
 
@@ -230,12 +264,12 @@ describe("decisions in the wrong state", () => {
       (s) => s.status === "idle" && s.messages.at(-1)?.role === "assistant",
     );
     // Once the turn ended: still 409, and nothing moves.
-    const before = await snapshotOf(id);
+    const before = await stateOf(id);
     const late = await harness.request("POST", approve, { token });
     expect(late.status).toBe(409);
     expect(await late.json()).toMatchObject({ error: { code: "duplicate_resolution" } });
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    expect(await snapshotOf(id)).toEqual(before);
+    await movedOn();
+    expect(await stateOf(id)).toEqual(before);
 
     const events = await harness.runtime.client.readEvents(id, { after: 0, limit: 10_000 });
     expect(events.filter((event) => event.type === "interrupt_resolved")).toHaveLength(1);
@@ -247,14 +281,14 @@ describe("decisions in the wrong state", () => {
     const { id, token } = await harness.startSession("cancel order 1002");
     const waiting = await harness.waitFor(id, token, (s) => s.status === "awaiting_approval");
     const interruptId = waiting.pendingInterrupts[0]!.interruptId;
-    const before = await snapshotOf(id);
+    const before = await stateOf(id);
     const response = await harness.request("POST", `/sessions/${id}/interrupts/${interruptId}/approve`, {
       token,
       body: { message: "ok" },
     });
     expect(response.status).toBe(400);
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    expect(await snapshotOf(id)).toEqual(before);
+    await movedOn();
+    expect(await stateOf(id)).toEqual(before);
     // The interrupt is still pending and can be decided properly.
     expect((await harness.request("POST", `/sessions/${id}/interrupts/${interruptId}/reject`, { token })).status).toBe(
       202,

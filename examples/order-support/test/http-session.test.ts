@@ -1,13 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SessionEvent } from "@durable-agents/core";
 import { startHarness, type Harness } from "./support/order-support-harness.js";
 import { SseConnection, type SseMessage } from "./support/sse-reader.js";
 
+// Each test gets a server, worker and order desk of its own: no test sees what another one did
+// (the desk's cancellations, above all).
 let harness: Harness;
-beforeAll(async () => {
+beforeEach(async () => {
   harness = await startHarness();
 });
-afterAll(async () => {
+afterEach(async () => {
   await harness?.close();
 });
 

@@ -49,7 +49,7 @@ describe("OrderDesk", () => {
   it("refuses unknown orders", () => {
     const desk = new OrderDesk();
     expect(() => desk.describeOrder("9999")).toThrow('there is no order with ID "9999"');
-    expect(() => desk.cancelOrder("9999", "x")).toThrow(ToolExecutionError);
+    expect(() => desk.cancelOrder("9999", "x")).toThrow(expect.toSatisfy(ToolExecutionError.isInstance));
   });
 
   it("hands out copies, so callers cannot change an order behind the desk's back", () => {
@@ -107,7 +107,7 @@ describe("OrderDesk in a file", () => {
     const notes = newFile();
     writeFileSync(notes, "not a database at all, just some text that is long enough\n".repeat(20));
     const before = readFileSync(notes);
-    expect(() => OrderDesk.open(notes)).toThrow(OrderDeskOpenError);
+    expect(() => OrderDesk.open(notes)).toThrow(expect.toSatisfy(OrderDeskOpenError.isInstance));
     let caught: unknown;
     try {
       OrderDesk.open(notes);

@@ -17,7 +17,9 @@ describe("parseOrderSupportFramework", () => {
   });
 
   it("refuses any other name with an ConfigurationError that names its source", () => {
-    expect(() => parseOrderSupportFramework("AI-SDK", "ORDER_SUPPORT_FRAMEWORK")).toThrow(ConfigurationError);
+    expect(() => parseOrderSupportFramework("AI-SDK", "ORDER_SUPPORT_FRAMEWORK")).toThrow(
+      expect.toSatisfy(ConfigurationError.isInstance),
+    );
     expect(() => parseOrderSupportFramework("vercel", "ORDER_SUPPORT_FRAMEWORK")).toThrow(
       'ORDER_SUPPORT_FRAMEWORK must be one of openai-agents, ai-sdk, not "vercel"',
     );
@@ -37,7 +39,9 @@ describe("the AI SDK model from the environment", () => {
     const choice = aiSdkOrderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini", OPENAI_API_KEY: "sk-x" });
     expect(choice.isDemo).toBe(false);
     expect(choice.model).toMatchObject({ modelId: "gpt-5-mini", provider: expect.stringContaining("openai") });
-    expect(() => aiSdkOrderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini" })).toThrow(ConfigurationError);
+    expect(() => aiSdkOrderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini" })).toThrow(
+      expect.toSatisfy(ConfigurationError.isInstance),
+    );
   });
 });
 
@@ -70,6 +74,6 @@ describe("orderSupportSetupFromEnv and the runtime", () => {
     const other = orderSupportSetupFromEnv("ai-sdk", {}).createSession(desk);
     expect(() =>
       startOrderSupportRuntime({ desk, session: () => defineSession({ name: "elsewhere", runner: other.runner }) }),
-    ).toThrow(ConfigurationError);
+    ).toThrow(expect.toSatisfy(ConfigurationError.isInstance));
   });
 });

@@ -25,7 +25,9 @@ describe("orderSupportModelFromEnv", () => {
   });
 
   it("refuses a model name without a key instead of falling back silently", () => {
-    expect(() => orderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini" })).toThrow(ConfigurationError);
+    expect(() => orderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini" })).toThrow(
+      expect.toSatisfy(ConfigurationError.isInstance),
+    );
     expect(() => orderSupportModelFromEnv({ ORDER_SUPPORT_MODEL: "gpt-5-mini", OPENAI_API_KEY: "" })).toThrow(
       /OPENAI_API_KEY is not set/,
     );

@@ -5,6 +5,10 @@ import { afterEach, describe, it } from "vitest";
 import { conformanceRunner, type ScriptedLanguageModel } from "../src/testing/index.js";
 
 const models: ScriptedLanguageModel[] = [];
+// The runners (and their model-call counts) of the test that is running only: each test starts empty.
+afterEach(() => {
+  models.length = 0;
+});
 const makeRunner = (tools: Parameters<typeof conformanceRunner>[0]) => {
   const { runner, model } = conformanceRunner(tools);
   models.push(model);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { EventBody } from "../src/index.js";
 import { DeltaCoalescer } from "../src/engine.js";
 
@@ -57,11 +57,18 @@ describe("DeltaCoalescer limits", () => {
   });
 
   it("finish() hands back what is still buffered instead of emitting it", async () => {
-    const out: EventBody[] = [];
-    const c = new DeltaCoalescer("turn-1", async (events) => void out.push(...events));
-    c.push({ kind: "text", text: "tail" });
-    expect(texts(await c.finish())).toEqual(["text_delta:tail"]);
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect(out).toEqual([]);
+    // Fake timers: every timer the coalescer set is run to the end before the check, so a flush
+    // that finish() failed to cancel would have emitted by then.
+    vi.useFakeTimers();
+    try {
+      const out: EventBody[] = [];
+      const c = new DeltaCoalescer("turn-1", async (events) => void out.push(...events));
+      c.push({ kind: "text", text: "tail" });
+      expect(texts(await c.finish())).toEqual(["text_delta:tail"]);
+      await vi.runAllTimersAsync();
+      expect(out).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -2,16 +2,31 @@ import { describe, expect, it } from "vitest";
 import { defineSession, SessionClient, Worker, type SessionStore } from "../src/index.js";
 import { MemoryStore, ScriptedRunner } from "../src/testing/index.js";
 
-/** A store whose `method` takes a while, as a database round trip does. */
-function slowStore(store: MemoryStore, method: "readInbox" | "commit", ms: number): SessionStore {
+/**
+ * A store whose `method` takes a while, as a database round trip does. `inFlight.get(sessionId)`
+ * counts the calls of `method` for that session that have started and not yet returned.
+ */
+function slowStore(
+  store: MemoryStore,
+  method: "readInbox" | "commit",
+  ms: number,
+  inFlight = new Map<string, number>(),
+): SessionStore {
   return new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
       if (property !== method || typeof value !== "function")
         return typeof value === "function" ? value.bind(target) : value;
       return async (...args: unknown[]) => {
-        await new Promise((resolve) => setTimeout(resolve, ms));
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
+        const first = args[0];
+        const sessionId = typeof first === "string" ? first : String((first as { sessionId: string }).sessionId);
+        inFlight.set(sessionId, (inFlight.get(sessionId) ?? 0) + 1);
+        try {
+          await new Promise((resolve) => setTimeout(resolve, ms));
+          return await (value as (...a: unknown[]) => unknown).apply(target, args);
+        } finally {
+          inFlight.set(sessionId, inFlight.get(sessionId)! - 1);
+        }
       };
     },
   });
@@ -29,11 +44,17 @@ describe("the engine", () => {
         },
       ],
     });
+    // Inbox reads in flight per session, and model steps that finished while their session's inbox
+    // was being read: the race this test is about (the window must really open, not only the outcome hold).
+    const readingInbox = new Map<string, number>();
+    let finishedDuringInboxRead = 0;
     // A model that takes a little time, so inbox reads overlap model steps.
     const slowRunner = Object.assign(Object.create(runner) as ScriptedRunner, {
       runModel: async (input: Parameters<ScriptedRunner["runModel"]>[0]) => {
         await new Promise((resolve) => setTimeout(resolve, 10));
-        return runner.runModel(input);
+        const result = await runner.runModel(input);
+        if ((readingInbox.get(input.sessionId) ?? 0) > 0) finishedDuringInboxRead += 1;
+        return result;
       },
     });
     const definition = defineSession({
@@ -41,7 +62,7 @@ describe("the engine", () => {
       runner: slowRunner,
       policies: { look_up_order: { effect: "read" } },
     });
-    const store = slowStore(new MemoryStore(), "readInbox", 15);
+    const store = slowStore(new MemoryStore(), "readInbox", 15, readingInbox);
     const errors: unknown[] = [];
     const worker = new Worker({
       store,
@@ -75,6 +96,7 @@ describe("the engine", () => {
     expect(errors).toEqual([]);
     expect(modelSteps).toBe(8 * 4);
     expect(runner.modelCalls).toBe(modelSteps);
+    expect(finishedDuringInboxRead, "model steps that finished while their inbox was read").toBeGreaterThan(0);
   });
 
   const flakyRetry = (failures: number, backoffMs: number) => {

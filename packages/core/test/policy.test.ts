@@ -41,10 +41,14 @@ describe("the tool-effect policy table", () => {
   });
 
   it("refuses a policy that names no tool, or a malformed one", () => {
-    expect(() => validatePolicies(tools, { look_up_ordr: { effect: "read" } })).toThrow(PolicyError);
+    expect(() => validatePolicies(tools, { look_up_ordr: { effect: "read" } })).toThrow(
+      expect.toSatisfy(PolicyError.isInstance),
+    );
     expect(() => validatePolicies(tools, { look_up_order: { effect: "reads" } })).toThrow(/malformed/);
-    expect(() => validatePolicies(tools, { look_up_order: { effect: "read", extra: 1 } })).toThrow(PolicyError);
-    expect(() => validatePolicies(tools, [])).toThrow(PolicyError);
+    expect(() => validatePolicies(tools, { look_up_order: { effect: "read", extra: 1 } })).toThrow(
+      expect.toSatisfy(PolicyError.isInstance),
+    );
+    expect(() => validatePolicies(tools, [])).toThrow(expect.toSatisfy(PolicyError.isInstance));
     expect(validatePolicies(tools, { look_up_order: { effect: "read" } })).toEqual({
       look_up_order: { effect: "read" },
     });

@@ -15,6 +15,7 @@ import { crashWorker, MemoryStore, memoryRawReader, ScriptedRunner, workerDrives
 function gatedTool() {
   let running = 0;
   let most = 0;
+  let returned = 0;
   const gates: (() => void)[] = [];
   const runner = new ScriptedRunner({
     tools: [
@@ -27,14 +28,30 @@ function gatedTool() {
           most = Math.max(most, running);
           await new Promise<void>((resolve) => gates.push(resolve));
           running -= 1;
+          returned += 1;
           return `read ${String(args.key)}`;
         },
       },
     ],
   });
   const definition = defineSession({ name: "gated", runner, policies: { slow_read: { effect: "read" } } });
-  return { definition, gates, running: () => running, most: () => most };
+  return { definition, gates, running: () => running, most: () => most, returned: () => returned };
 }
+
+/** A memory store that counts the worker's lease requests: each poll of the worker asks once. */
+class CountingStore extends MemoryStore {
+  leaseRequests = 0;
+  override acquireLease(...args: Parameters<MemoryStore["acquireLease"]>): ReturnType<MemoryStore["acquireLease"]> {
+    this.leaseRequests += 1;
+    return super.acquireLease(...args);
+  }
+}
+
+/** Resolves once the worker has polled `polls` more times: it went on past where a retry would start. */
+const polledAgain = async (store: CountingStore, polls: number) => {
+  const target = store.leaseRequests + polls;
+  await until(() => store.leaseRequests >= target);
+};
 
 const until = async (check: () => boolean) => {
   const deadline = Date.now() + 5_000;
@@ -95,7 +112,7 @@ describe("Worker", () => {
   });
 
   it("a crashed worker (crashWorker) writes nothing more and keeps its lease until it expires; the next worker recovers", async () => {
-    const { definition, gates } = gatedTool();
+    const { definition, gates, returned } = gatedTool();
     const store = new MemoryStore();
     const client = new SessionClient({ store });
     const first = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 300 }).start();
@@ -104,7 +121,8 @@ describe("Worker", () => {
     crashWorker(first);
     // The call in flight finishes inside the dead worker: its result is not committed, the lease is not released.
     gates.shift()!();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Past the point where a live worker would commit: the call has returned and the dead worker's drive has ended.
+    await until(() => returned() === 1 && workerDrives(first) === 1);
     expect((await memoryRawReader(store).session(sessionId))?.leaseOwner).toBe(first.workerId);
     expect((await client.snapshot(sessionId)).turn?.calls.map((c) => [c.status, c.attempts])).toEqual([["running", 1]]);
     const next = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 300 }).start();
@@ -119,7 +137,7 @@ describe("Worker", () => {
 
   it("does not retry a session whose drive fails in a loop: it keeps the lease until it expires", async () => {
     const { definition } = gatedTool();
-    const store = new MemoryStore();
+    const store = new CountingStore();
     const errors: unknown[] = [];
     const worker = new Worker({
       store,
@@ -139,7 +157,8 @@ describe("Worker", () => {
       inbox: { entry: { kind: "message", text: "hi", messageId: null }, dedupeKey: null },
     });
     await until(() => errors.length > 0);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Forty more polls (at least 200 ms at 5 ms each) in which the session was not driven again.
+    await polledAgain(store, 40);
     expect(errors).toHaveLength(1);
     expect(StoredStateError.isInstance(errors[0])).toBe(true);
     expect(errors[0]).toMatchObject({ format: "session_head", reason: "unknown_version", version: 99 });
@@ -150,7 +169,7 @@ describe("Worker", () => {
 
   it("reports a drive that ends on an unexpected error through onError: a store holding fewer history items than the head counts", async () => {
     const { definition } = gatedTool();
-    const store = new MemoryStore();
+    const store = new CountingStore();
     const errors: unknown[] = [];
     const worker = new Worker({
       store,
@@ -167,7 +186,8 @@ describe("Worker", () => {
       inbox: { entry: { kind: "message", text: "hi", messageId: null }, dedupeKey: null },
     });
     await until(() => errors.length > 0);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Twenty more polls (at least 100 ms at 5 ms each) in which no second error came.
+    await polledAgain(store, 20);
     expect(errors).toHaveLength(1);
     expect(ContractViolationError.isInstance(errors[0])).toBe(true);
     expect(errors[0]).toMatchObject({

@@ -9,6 +9,10 @@ storeConformance({ describe, it, afterEach }, async () => {
 });
 
 const made: ScriptedRunner[] = [];
+// The runners (and their model-call counts) of the test that is running only: each test starts empty.
+afterEach(() => {
+  made.length = 0;
+});
 runnerConformance(
   { describe, it },
   {

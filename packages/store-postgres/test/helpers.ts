@@ -58,3 +58,58 @@ export function useDatabase(schema = "durable_agents"): Database {
 let counter = 0;
 /** A session ID no other test of the file uses. */
 export const newId = (prefix = "s"): string => `${prefix}-${process.pid}-${++counter}`;
+
+export interface TableBarrier {
+  /** Resolves with how many backends wait behind the barrier once at least `count` do (at most `timeoutMs`). */
+  queued(count: number, timeoutMs?: number): Promise<number>;
+  /** Lets every waiting statement go at once. */
+  release(): Promise<void>;
+}
+
+/**
+ * A barrier at the database: an EXCLUSIVE lock on `table`, held by a transaction of its own, makes
+ * every statement that writes to or locks rows of the table wait (plain reads pass). A race test
+ * starts its calls, waits until several of them queue behind the lock (they are then in flight at
+ * the database at the same moment), and releases them together.
+ */
+export async function tableBarrier(pool: pg.Pool, table: string): Promise<TableBarrier> {
+  const locker = await pool.connect();
+  try {
+    await locker.query("BEGIN");
+    await locker.query(`LOCK TABLE ${table} IN EXCLUSIVE MODE`);
+  } catch (error) {
+    locker.release();
+    throw error;
+  }
+  const lockerPid = Number((await locker.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
+  const waiting = async () =>
+    Number(
+      (
+        await pool.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND $1 = ANY(pg_blocking_pids(pid))",
+          [lockerPid],
+        )
+      ).rows[0].n,
+    );
+  let released = false;
+  return {
+    async queued(count, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const n = await waiting();
+        if (n >= count) return n;
+        if (Date.now() > deadline) throw new Error(`only ${n} of ${count} statements queued behind the lock`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      try {
+        await locker.query("COMMIT");
+      } finally {
+        locker.release();
+      }
+    },
+  };
+}

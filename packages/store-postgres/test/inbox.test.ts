@@ -1,9 +1,9 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { SessionNotFoundError, type InboxEntry } from "@durable-agents/core";
+import { SessionNotFoundError, type EnqueueResult, type InboxEntry } from "@durable-agents/core";
 import { PostgresStore } from "../src/index.js";
 import { postgresRawReader } from "../src/testing/index.js";
-import { head, newId, useDatabase } from "./helpers.js";
+import { head, newId, tableBarrier, useDatabase } from "./helpers.js";
 
 const db = useDatabase();
 const message = (text: string): InboxEntry => ({ kind: "message", text, messageId: null });
@@ -60,14 +60,25 @@ describe("inbox", () => {
     const id = newId();
     await db.store().createSession({ head: head(id), events: [] });
     const url = (db.pool.options as { connectionString: string }).connectionString;
-    const pools = Array.from({ length: 3 }, () => new pg.Pool({ connectionString: url, max: 5 }));
+    const connectionsPerPool = 5;
+    const pools = Array.from({ length: 3 }, () => new pg.Pool({ connectionString: url, max: connectionsPerPool }));
     try {
       const stores = pools.map((pool) => new PostgresStore({ pool }));
-      // 30 distinct messages, and each of 5 keys sent 4 times at once.
-      const calls = [
-        ...Array.from({ length: 30 }, (_, n) => stores[n % 3]!.enqueue(id, message(`m${n}`), null)),
-        ...Array.from({ length: 20 }, (_, n) => stores[n % 3]!.enqueue(id, message(`k${n % 5}`), `key-${n % 5}`)),
-      ];
+      // The enqueues queue behind a lock on the sessions table until every connection of the three
+      // pools waits there: they race at the database, not one after another.
+      const barrier = await tableBarrier(db.pool, "durable_agents.sessions");
+      let calls: Promise<EnqueueResult>[];
+      try {
+        // 30 distinct messages, and each of 5 keys sent 4 times at once.
+        calls = [
+          ...Array.from({ length: 30 }, (_, n) => stores[n % 3]!.enqueue(id, message(`m${n}`), null)),
+          ...Array.from({ length: 20 }, (_, n) => stores[n % 3]!.enqueue(id, message(`k${n % 5}`), `key-${n % 5}`)),
+        ];
+        const queued = await barrier.queued(pools.length * connectionsPerPool);
+        expect(queued, "enqueue statements waiting at the database at once").toBeGreaterThan(1);
+      } finally {
+        await barrier.release();
+      }
       const results = await Promise.all(calls);
       const fresh = results.filter((result) => !result.duplicate).map((result) => result.seq);
       expect(fresh.sort((a, b) => a - b)).toEqual(Array.from({ length: 35 }, (_, n) => n + 1));

@@ -1,9 +1,10 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { InvalidInputError, LeaseLostError } from "@durable-agents/core";
+import type { Lease } from "@durable-agents/core/engine";
 import { PostgresStore } from "../src/index.js";
 import { postgresRawReader } from "../src/testing/index.js";
-import { created, head, newId, useDatabase } from "./helpers.js";
+import { created, head, newId, tableBarrier, useDatabase } from "./helpers.js";
 
 const db = useDatabase();
 
@@ -62,12 +63,26 @@ describe("acquireLease", () => {
     const agent = newId("agent");
     const ids = await waiting(agent, 5);
     // Separate pools, like separate worker processes.
-    const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: poolUrl(), max: 6 }));
+    const connectionsPerPool = 6;
+    const pools = Array.from(
+      { length: 4 },
+      () => new pg.Pool({ connectionString: poolUrl(), max: connectionsPerPool }),
+    );
     try {
       const stores = pools.map((pool) => new PostgresStore({ pool }));
-      const calls = Array.from({ length: 40 }, (_, n) =>
-        stores[n % stores.length]!.acquireLease({ workerId: `w${n}`, ttlMs: 30_000, agents: [agent] }),
-      );
+      // The calls queue behind a lock on the sessions table until every connection of the four pools
+      // waits there: they race at the database, not one after another.
+      const barrier = await tableBarrier(db.pool, "durable_agents.sessions");
+      let calls: Promise<Lease | null>[];
+      try {
+        calls = Array.from({ length: 40 }, (_, n) =>
+          stores[n % stores.length]!.acquireLease({ workerId: `w${n}`, ttlMs: 30_000, agents: [agent] }),
+        );
+        const queued = await barrier.queued(pools.length * connectionsPerPool);
+        expect(queued, "acquireLease statements waiting at the database at once").toBeGreaterThan(1);
+      } finally {
+        await barrier.release();
+      }
       const leases = (await Promise.all(calls)).filter((lease) => lease !== null);
       expect(leases.map((lease) => lease.sessionId).sort()).toEqual([...ids].sort());
       const raw = postgresRawReader(db.pool);

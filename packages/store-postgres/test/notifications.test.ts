@@ -1,6 +1,7 @@
 import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
+import { ConfigurationError } from "@durable-agents/core";
 import type { StoreNotification } from "@durable-agents/core/engine";
 import { PostgresStore } from "../src/index.js";
 import { created, delta, head, newId, useDatabase } from "./helpers.js";
@@ -35,7 +36,24 @@ function recorder() {
   return { seen, listener, waitFor };
 }
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
+/**
+ * A positive signal for a negative check: writes a session of its own (one `events` notification)
+ * and waits until `waitFor` saw it. PostgreSQL delivers notifications in commit order, so anything a
+ * write committed before it would have notified has arrived by then. Answers the sentinel's ID.
+ */
+async function sentinel(
+  writer: PostgresStore,
+  waitFor: (match: (n: StoreNotification) => boolean) => Promise<void>,
+): Promise<string> {
+  const id = newId("sentinel");
+  await writer.createSession({ head: head(id), events: [created()] });
+  await waitFor((n) => n.kind === "events" && n.sessionId === id);
+  return id;
+}
+
+/** The notifications in `seen` other than the sentinel's. */
+const besides = (seen: StoreNotification[], sentinelId: string) =>
+  seen.filter((n) => !(n.kind === "events" && n.sessionId === sentinelId));
 
 describe("subscribe", () => {
   it("wakes subscribers of another store (another process) on enqueue, events and release", async () => {
@@ -57,8 +75,7 @@ describe("subscribe", () => {
     // A duplicate writes nothing and wakes nobody.
     seen.length = 0;
     expect((await writer.enqueue(id, { kind: "message", text: "hi", messageId: null }, "k")).duplicate).toBe(true);
-    await settle();
-    expect(seen).toEqual([]);
+    expect(besides(seen, await sentinel(writer, waitFor))).toEqual([]);
 
     await db.pool.query("UPDATE durable_agents.sessions SET agent = $1 WHERE session_id = $1", [id]);
     const lease = (await writer.acquireLease({ workerId: "w", ttlMs: 10_000, agents: [id] }))!;
@@ -82,12 +99,16 @@ describe("subscribe", () => {
       events: [],
     });
     await writer.releaseLease(again);
-    await settle();
-    expect(seen).toEqual([]);
+    expect(besides(seen, await sentinel(writer, waitFor))).toEqual([]);
 
+    // Another subscriber of the reader stays on to see the sentinel (and the enqueue's wake-ups).
+    seen.length = 0;
+    const watch = recorder();
+    reader.subscribe(watch.listener);
     unsubscribe();
     await writer.enqueue(id, { kind: "message", text: "after", messageId: null }, null);
-    await settle();
+    await sentinel(writer, watch.waitFor);
+    expect(watch.seen).toContainEqual({ kind: "inbox", sessionId: id });
     expect(seen).toEqual([]);
   });
 
@@ -112,7 +133,7 @@ describe("subscribe", () => {
     const single = new pg.Pool({ connectionString: url, max: 1 });
     try {
       const store = new PostgresStore({ pool: single });
-      expect(() => store.subscribe(() => {})).toThrow(expect.objectContaining({ code: "configuration" }));
+      expect(() => store.subscribe(() => {})).toThrow(expect.toSatisfy(ConfigurationError.isInstance));
       // The store still answers.
       expect(await store.loadSession("none")).toBeNull();
       await store.close();

@@ -140,11 +140,21 @@ describe("worker processes sharing one database", () => {
     // Every call ran exactly once, and the work was shared: 12 sessions of 150 ms calls with 3
     // sessions at a time per worker need all three workers.
     const lines = readFileSync(executions, "utf8").trim().split("\n");
-    const calls = lines.map((line) => line.split(" ").slice(1).join(" ")).sort();
+    const calls = lines.map((line) => line.split(" ").slice(1, 3).join(" ")).sort();
     const expected = ids.flatMap((id) => [`${id} ${id.slice(6)}`, `${id} ${id.slice(6)}-b`]).sort();
     expect(calls).toEqual(expected);
     const pids = new Set(lines.map((line) => line.split(" ")[0]));
     expect(pids.size).toBe(3);
+    // The workers ran side by side: two of them started executions less than the 150 ms an
+    // execution lasts apart, so both were running at once.
+    const starts = lines.map((line) => {
+      const [pid, , , at] = line.split(" ");
+      return { pid, at: Number(at) };
+    });
+    const overlapping = starts.filter((x, i) =>
+      starts.some((y, j) => i !== j && y.pid !== x.pid && Math.abs(y.at - x.at) < 150),
+    );
+    expect(overlapping.length, "executions that overlapped one of another worker").toBeGreaterThan(1);
 
     // Graceful stops hand every lease back.
     await Promise.all(

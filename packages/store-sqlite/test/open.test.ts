@@ -82,7 +82,9 @@ describe("opening a store file", () => {
     const normal = new SqliteStore({ path, synchronous: "normal" });
     expect(read(normal).synchronous).toBe(1);
     await normal.close();
-    expect(() => new SqliteStore({ path, synchronous: "off" as "full" })).toThrow(ConfigurationError);
+    expect(() => new SqliteStore({ path, synchronous: "off" as "full" })).toThrow(
+      expect.toSatisfy(ConfigurationError.isInstance),
+    );
   });
 
   it("refuses a file that is not a SQLite database and leaves it byte for byte as it was", () => {
@@ -151,8 +153,10 @@ describe("opening a store file", () => {
   });
 
   it("refuses an in-memory or URI path: sessions live in a file", () => {
-    expect(() => new SqliteStore({ path: ":memory:" })).toThrow(ConfigurationError);
-    expect(() => new SqliteStore({ path: "" })).toThrow(ConfigurationError);
-    expect(() => new SqliteStore({ path: "file:x.db?mode=memory" })).toThrow(ConfigurationError);
+    expect(() => new SqliteStore({ path: ":memory:" })).toThrow(expect.toSatisfy(ConfigurationError.isInstance));
+    expect(() => new SqliteStore({ path: "" })).toThrow(expect.toSatisfy(ConfigurationError.isInstance));
+    expect(() => new SqliteStore({ path: "file:x.db?mode=memory" })).toThrow(
+      expect.toSatisfy(ConfigurationError.isInstance),
+    );
   });
 });

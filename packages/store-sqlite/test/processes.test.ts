@@ -85,18 +85,31 @@ describe("two processes on one file", () => {
   });
 
   it("gives each inbox entry to exactly one of two processes leasing the same sessions", async () => {
-    const { store, other } = setup();
+    const { store, path, other } = setup();
     const ids = Array.from({ length: 30 }, (_, i) => `s-${i}`);
     for (const id of ids) await create(store, id);
     for (const id of ids)
       for (let m = 0; m < 3; m++) await store.enqueue(id, { kind: "message", text: `m${m}`, messageId: null }, null);
     const a = other();
     const b = other();
-    const [takenA, takenB] = await Promise.all([
-      a.call<string[]>("drain", { workerId: "a", agent }),
-      b.call<string[]>("drain", { workerId: "b", agent }),
+    // A rendezvous after each one's first entry: both drain at the same moment, and race for the rest.
+    const meetA = `${path}.meet-a`;
+    const meetB = `${path}.meet-b`;
+    type Drained = { taken: string[]; startedAt: number; endedAt: number };
+    const [drainedA, drainedB] = await Promise.all([
+      a.call<Drained>("drain", { workerId: "a", agent, meet: { mine: meetA, theirs: meetB } }),
+      b.call<Drained>("drain", { workerId: "b", agent, meet: { mine: meetB, theirs: meetA } }),
     ]);
-    const all = [...takenA, ...takenB].sort();
+    // The race really happened: each process took entries, and each drained while the other did.
+    expect(
+      {
+        takenByA: drainedA.taken.length > 0,
+        takenByB: drainedB.taken.length > 0,
+        overlapped: drainedA.startedAt <= drainedB.endedAt && drainedB.startedAt <= drainedA.endedAt,
+      },
+      "both processes took entries, draining at the same time",
+    ).toEqual({ takenByA: true, takenByB: true, overlapped: true });
+    const all = [...drainedA.taken, ...drainedB.taken].sort();
     const expected = ids.flatMap((id) => [1, 2, 3].map((seq) => `${id}#${seq}`)).sort();
     expect(all).toEqual(expected);
     for (const id of ids) {

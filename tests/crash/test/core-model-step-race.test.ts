@@ -16,7 +16,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineSession, SessionClient, Worker, type InboxItem, type Runner } from "@durable-agents/core";
-import { ScriptedRunner } from "@durable-agents/core/testing";
+import { ScriptedRunner, workerDrives } from "@durable-agents/core/testing";
 import { migrate, PostgresStore } from "@durable-agents/store-postgres";
 import { createTestDatabase, type TestDatabase } from "@durable-agents/store-postgres/testing";
 
@@ -51,7 +51,11 @@ afterAll(async () => {
 interface Harness {
   readonly client: SessionClient;
   readonly modelCalls: Map<string, number>;
+  /** The model steps (turn/step) whose answer came while the engine was reading its inbox: the race window. */
+  readonly answeredDuringInboxRead: Set<string>;
   readonly errors: unknown[];
+  /** Resolves once the worker has ended its drives and holds no session (nothing more can run or commit). */
+  settled(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -60,6 +64,7 @@ function harness(): Harness {
   const store = new SlowInboxStore({ pool, pollIntervalMs: 500 });
   const scripted = new ScriptedRunner({ tools: [] });
   const modelCalls = new Map<string, number>();
+  const answeredDuringInboxRead = new Set<string>();
   const runner: Runner = {
     tools: () => scripted.tools(),
     userItem: (kind, text) => scripted.userItem(kind, text),
@@ -69,6 +74,7 @@ function harness(): Harness {
       modelCalls.set(key, (modelCalls.get(key) ?? 0) + 1);
       // Answer while the engine is waiting for its inbox (bounded: at most 2 s).
       for (let waited = 0; store.readingInbox === 0 && waited < 2000; waited += 2) await sleep(2);
+      if (store.readingInbox > 0) answeredDuringInboxRead.add(key);
       return scripted.runModel(input);
     },
   };
@@ -85,7 +91,15 @@ function harness(): Harness {
   return {
     client: new SessionClient({ store: clientStore }),
     modelCalls,
+    answeredDuringInboxRead,
     errors,
+    async settled() {
+      const deadline = Date.now() + 10_000;
+      while (!(workerDrives(worker) > 0 && worker.activeSessions === 0)) {
+        if (Date.now() > deadline) throw new Error("the worker still holds a session after 10 s");
+        await sleep(5);
+      }
+    },
     async close() {
       await worker.stop({ timeoutMs: 5000 });
       await Promise.all([store.close(), clientStore.close()]);
@@ -95,7 +109,7 @@ function harness(): Harness {
 
 describe("core engine: one model step, one model call", () => {
   it("does not launch a RunModel step again when it finishes while the inbox is read", async () => {
-    const { client, modelCalls, errors, close } = harness();
+    const { client, modelCalls, answeredDuringInboxRead, errors, settled, close } = harness();
     try {
       const { sessionId } = await client.startSession({
         agent: "race",
@@ -103,7 +117,9 @@ describe("core engine: one model step, one model call", () => {
       });
       const snapshot = await client.waitUntilIdle(sessionId, { timeoutMs: 10_000 });
       expect(snapshot.turn?.finalText).toContain("You said");
-      await sleep(300); // room for a second model call to show itself
+      // The drive has ended and the worker holds the session no more: a second model call, had
+      // one been launched, has been counted, and its events committed.
+      await settled();
       const events = await client.readEvents(sessionId);
       const ended = events.findIndex((e) => e.type === "turn_completed");
       const late = events.slice(ended + 1).filter((e) => "turnId" in e.data && e.data.turnId === "turn-1");
@@ -111,25 +127,33 @@ describe("core engine: one model step, one model call", () => {
         modelCalls: Object.fromEntries(modelCalls),
         eventsAfterTurnEnded: late.map((e) => e.type),
         workerErrors: errors.map((e) => (e as Error).message),
-      }).toEqual({ modelCalls: { "turn-1/1": 1 }, eventsAfterTurnEnded: [], workerErrors: [] });
+        answeredDuringInboxRead: [...answeredDuringInboxRead],
+      }).toEqual({
+        modelCalls: { "turn-1/1": 1 },
+        eventsAfterTurnEnded: [],
+        workerErrors: [],
+        // The race window really opened: the model answered while the engine waited for its inbox.
+        answeredDuringInboxRead: ["turn-1/1"],
+      });
     } finally {
       await close();
     }
   });
 
   it("answers a queued message with its own reply, not with the previous turn's", async () => {
-    const { client, close } = harness();
+    const { client, answeredDuringInboxRead, settled, close } = harness();
     try {
       const { sessionId } = await client.startSession({ agent: "race", message: "first message" });
       await client.sendMessage(sessionId, "second message");
       await client.waitFor(sessionId, (s) => s.turnCount === 2 && s.status === "idle" && s.queuedMessages === 0, {
         timeoutMs: 10_000,
       });
-      await sleep(300);
+      await settled();
       const answers = (await client.readEvents(sessionId)).flatMap((e) =>
         e.type === "turn_completed" ? [`${e.data.turnId}: ${e.data.text}`] : [],
       );
       expect(answers).toEqual(["turn-1: You said: first message", "turn-2: You said: second message"]);
+      expect(answeredDuringInboxRead.size, "model steps answered while the inbox was read").toBeGreaterThan(0);
     } finally {
       await close();
     }

@@ -411,12 +411,20 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       await env.client.approve(sessionId, waiting.pendingInterrupts[0]!.interruptId);
       await waitUntil("the call to start", () => box.count("cancel_order") === 1);
       first.crash();
-      env.startWorker({ leaseTtlMs: 300 });
+      const second = env.startWorker({ leaseTtlMs: 300 });
       const done = await env.client.waitUntilIdle(sessionId);
       box.gates.get("cancel_order")!.open();
       assert.equal(callOf(done, "cancel_order").status, "outcome_unknown");
       assert.match(done.turn?.finalText ?? "", /cancel_order -> The outcome of this tool call is unknown/);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Past the points where the call could run again or the dead worker could write: the dead
+      // worker's call has returned, its drive has ended, and so has the drive that ended the turn.
+      await waitUntil(
+        "the dead worker's call to return and both workers' drives to end",
+        () =>
+          box.executions.every((e) => e.tool !== "cancel_order" || e.endedAt !== undefined) &&
+          first.drives > 0 &&
+          second.drives > 0,
+      );
       assert.equal(box.count("cancel_order"), 1, "the call is never executed again");
       assert.equal(
         (await env.client.snapshot(sessionId)).turn?.finalText,
@@ -520,6 +528,12 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
         env.workers.every((w) => w.drives > 0),
         "both workers took part",
       );
+      // The workers really raced: each drives one session at a time, so two calls of different
+      // sessions running at the same moment ran in different workers.
+      const sideBySide = runs.filter((x) =>
+        runs.some((y) => y.sessionId !== x.sessionId && x.startedAt < y.endedAt! && y.startedAt < x.endedAt!),
+      );
+      assert.ok(sideBySide.length > 1, "calls of the two workers ran at the same time");
     });
 
     scenario("an event reader that reconnects from its cursor misses nothing and sees nothing twice", async (box) => {

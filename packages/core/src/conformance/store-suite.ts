@@ -38,6 +38,29 @@ const sleepUntil = async (epochMs: number) => {
   while (Date.now() < epochMs) await sleep(Math.max(1, epochMs - Date.now()));
 };
 
+/**
+ * Counts the calls in flight at once: a race test asserts that its calls really overlapped (more
+ * than one was waiting for the store at the same moment), not only what came out of them.
+ */
+function overlapCounter() {
+  let inFlight = 0;
+  let most = 0;
+  return {
+    get most() {
+      return most;
+    },
+    async run<T>(call: () => Promise<T>): Promise<T> {
+      inFlight += 1;
+      most = Math.max(most, inFlight);
+      try {
+        return await call();
+      } finally {
+        inFlight -= 1;
+      }
+    },
+  };
+}
+
 /** Calls `attempt` every 20 ms until it answers something other than null (at most 10 s). */
 async function eventually<T>(attempt: () => Promise<T | null>): Promise<T> {
   const deadline = Date.now() + 10_000;
@@ -204,9 +227,13 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
     test("only one of many concurrent workers gets the lease", async () => {
       const { store, raw } = await open();
       const head = await create(store, { withMessage: true });
+      const overlap = overlapCounter();
       const grants = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => store.acquireLease({ workerId: `w${i}`, ttlMs: 5_000, agents: [agent] })),
+        Array.from({ length: 20 }, (_, i) =>
+          overlap.run(() => store.acquireLease({ workerId: `w${i}`, ttlMs: 5_000, agents: [agent] })),
+        ),
       );
+      assert.ok(overlap.most > 1, `the calls overlapped (at most ${overlap.most} in flight at once)`);
       const won = grants.filter((g) => g !== null);
       assert.equal(won.length, 1);
       const row = await raw.session(head.sessionId);
@@ -294,9 +321,13 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
     test("the inbox keeps order under concurrent writers and refuses duplicates by key", async () => {
       const { store, raw } = await open();
       const head = await create(store);
+      const overlap = overlapCounter();
       const results = await Promise.all(
-        Array.from({ length: 12 }, (_, i) => store.enqueue(head.sessionId, message(`m${i}`), `k${i}`)),
+        Array.from({ length: 12 }, (_, i) =>
+          overlap.run(() => store.enqueue(head.sessionId, message(`m${i}`), `k${i}`)),
+        ),
       );
+      assert.ok(overlap.most > 1, `the writers overlapped (at most ${overlap.most} in flight at once)`);
       assert.deepEqual(
         results.map((r) => r.seq).sort((a, b) => a - b),
         Array.from({ length: 12 }, (_, i) => i + 1),

@@ -1,6 +1,7 @@
 // A second process on the same store file, for the tests in ../processes.test.ts. It runs the
 // built package (dist), reads one JSON command per line on stdin and writes one JSON line per
 // result or notification on stdout.
+import { existsSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { DatabaseSync } from "node:sqlite";
 
@@ -29,12 +30,16 @@ const commands = {
     return "unlocked";
   },
   // Leases, consumes one inbox entry and releases, until no session of `agent` has work; reports
-  // what it took.
-  drain: async ({ workerId, agent }) => {
+  // what it took, and when it started and ended (epoch milliseconds). With `meet`, a rendezvous
+  // with another process draining the same sessions: after its first entry it writes the file
+  // `meet.mine` and waits (at most 10 s) for the other process's `meet.theirs`, so both are
+  // draining at the same moment before either takes a second entry.
+  drain: async ({ workerId, agent, meet }) => {
+    const startedAt = Date.now();
     const taken = [];
     for (;;) {
       const lease = await store.acquireLease({ workerId, ttlMs: 10_000, agents: [agent] });
-      if (!lease) return taken;
+      if (!lease) return { taken, startedAt, endedAt: Date.now() };
       const stored = await store.loadSession(lease.sessionId);
       const cursor = stored.head.inboxCursor;
       const [entry] = await store.readInbox(lease.sessionId, cursor);
@@ -48,6 +53,14 @@ const commands = {
       });
       await store.releaseLease(lease);
       taken.push(`${lease.sessionId}#${entry.seq}`);
+      if (meet && taken.length === 1) {
+        writeFileSync(meet.mine, workerId);
+        const deadline = Date.now() + 10_000;
+        while (!existsSync(meet.theirs)) {
+          if (Date.now() > deadline) throw new Error(`${workerId}: the other process never took an entry`);
+          await new Promise((resolve) => setTimeout(resolve, 2));
+        }
+      }
     }
   },
 };
