@@ -61,6 +61,21 @@ const until = async (check: () => boolean) => {
   }
 };
 
+/** A worker polling every 5 ms with a long lease, its store counting lease requests, and the errors it reports. */
+function failingDriveSetup() {
+  const { definition } = gatedTool();
+  const store = new CountingStore();
+  const errors: unknown[] = [];
+  const worker = new Worker({
+    store,
+    sessions: [definition],
+    pollIntervalMs: 5,
+    leaseTtlMs: 60_000,
+    onError: (e) => errors.push(e),
+  }).start();
+  return { store, errors, worker };
+}
+
 describe("Worker", () => {
   it("drives at most `concurrency` sessions at once", async () => {
     const { definition, gates, running, most } = gatedTool();
@@ -136,16 +151,7 @@ describe("Worker", () => {
   });
 
   it("does not retry a session whose drive fails in a loop: it keeps the lease until it expires", async () => {
-    const { definition } = gatedTool();
-    const store = new CountingStore();
-    const errors: unknown[] = [];
-    const worker = new Worker({
-      store,
-      sessions: [definition],
-      pollIntervalMs: 5,
-      leaseTtlMs: 60_000,
-      onError: (e) => errors.push(e),
-    }).start();
+    const { store, errors, worker } = failingDriveSetup();
     // A stored head this version cannot read (an unknown schema version).
     const head = {
       ...newSessionHead("unreadable", "gated", new Date().toISOString()),
@@ -168,16 +174,7 @@ describe("Worker", () => {
   });
 
   it("reports a drive that ends on an unexpected error through onError: a store holding fewer history items than the head counts", async () => {
-    const { definition } = gatedTool();
-    const store = new CountingStore();
-    const errors: unknown[] = [];
-    const worker = new Worker({
-      store,
-      sessions: [definition],
-      pollIntervalMs: 5,
-      leaseTtlMs: 60_000,
-      onError: (e) => errors.push(e),
-    }).start();
+    const { store, errors, worker } = failingDriveSetup();
     // The head counts three history items the store never got: the model step's history cannot be read.
     const head = { ...newSessionHead("short-history", "gated", new Date().toISOString()), historyLength: 3 };
     await store.createSession({

@@ -69,18 +69,23 @@ export async function recordStart(pool: pg.Pool, start: ExecutionStart): Promise
     `INSERT INTO ${EXECUTION_TABLE}
        (session_id, turn_id, tool, tool_call_id, idempotency_key, attempt, worker_pid, started_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-    [
-      start.sessionId,
-      start.turnId,
-      start.tool,
-      start.toolCallId,
-      start.idempotencyKey,
-      start.attempt,
-      start.workerPid,
-      start.startedAt,
-    ],
+    startColumns(start),
   );
   return Number(result.rows[0]!.id);
+}
+
+/** An execution's start as the values of the INSERT's columns, in their order (both logs). */
+export function startColumns(start: ExecutionStart): [string, string, string, string, string, number, number, number] {
+  return [
+    start.sessionId,
+    start.turnId,
+    start.tool,
+    start.toolCallId,
+    start.idempotencyKey,
+    start.attempt,
+    start.workerPid,
+    start.startedAt,
+  ];
 }
 
 export async function recordFinish(

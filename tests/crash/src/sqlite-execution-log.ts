@@ -6,7 +6,13 @@
  * tool goes on.
  */
 import { DatabaseSync } from "node:sqlite";
-import { EXECUTION_TABLE, type ExecutionLog, type ExecutionResult, type ExecutionRow } from "./execution-log.js";
+import {
+  EXECUTION_TABLE,
+  startColumns,
+  type ExecutionLog,
+  type ExecutionResult,
+  type ExecutionRow,
+} from "./execution-log.js";
 
 /** How long a write waits for the other processes' writes to this file (they are one row each). */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -52,16 +58,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`);
   return {
     db,
     async start(start) {
-      const row = insert.get(
-        start.sessionId,
-        start.turnId,
-        start.tool,
-        start.toolCallId,
-        start.idempotencyKey,
-        start.attempt,
-        start.workerPid,
-        start.startedAt,
-      ) as { id: number };
+      const row = insert.get(...startColumns(start)) as { id: number };
       return Number(row.id);
     },
     async finish(id: number, finishedAt: number, result: ExecutionResult) {
