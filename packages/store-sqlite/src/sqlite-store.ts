@@ -135,7 +135,7 @@ export class SqliteStore implements SessionStore {
     if (events.length > 0) this.notify({ kind: "events", sessionId: head.sessionId });
     if (inbox) {
       this.notify({ kind: "inbox", sessionId: head.sessionId });
-      if (1 > head.inboxCursor) this.notify({ kind: "work" });
+      if (head.inboxCursor < 1) this.notify({ kind: "work" });
     }
     return { version: 1, lastEventSeq: events.length };
   }
@@ -329,11 +329,6 @@ export class SqliteStore implements SessionStore {
     peers?.delete(this);
     if (peers?.size === 0) openStores.delete(this.path);
     this.db.close();
-  }
-
-  /** Looks for other processes' writes now instead of at the next tick (tests, benchmarks). */
-  checkForChanges(): void {
-    if (!this.closed) this.watcher.tick();
   }
 
   private insertEvents(sessionId: string, lastSeq: number, events: readonly EventBody[], now: number): void {
