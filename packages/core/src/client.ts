@@ -9,10 +9,11 @@ import {
   InterruptNotFoundError,
   InvalidInputError,
   SessionNotFoundError,
+  SessionStateError,
   UnknownAgentError,
   WaitTimeoutError,
 } from "./errors.js";
-import { newSessionHead } from "./machine.js";
+import { isTurnActive, newSessionHead } from "./machine.js";
 import type { InboxEntry, SessionEvent, SessionSnapshot, StepKind } from "./schemas.js";
 import type { EnqueueResult, SessionStore, StoredSession } from "./store.js";
 import { loadStoredSession } from "./stored-session.js";
@@ -27,6 +28,11 @@ export interface SessionClientOptions {
   /** When given, `startSession` refuses other agent names with `UnknownAgentError`. */
   readonly agents?: readonly string[];
   readonly limits?: Partial<ClientLimits>;
+}
+
+/** What `cancelTurn` answers: the inbox entry that carries the cancellation and the turn it names. */
+export interface CancelResult extends EnqueueResult {
+  readonly turnId: string;
 }
 
 export interface StepLogEntry {
@@ -95,6 +101,52 @@ export class SessionClient {
     return this.store.enqueue(sessionId, entry, messageDedupeKey(messageId));
   }
 
+  /**
+   * Cancels the running turn (or the turn an accepted message is about to start). The cancellation
+   * is stored in the session's inbox and applied by the worker; this answers at once. With a
+   * `requestId`, asking again is accepted once (`duplicate: true` after that, even once the turn
+   * ended). Throws `SessionStateError` when no turn runs or is about to start; nothing is written then.
+   */
+  async cancelTurn(sessionId: string, options: { reason?: string; requestId?: string } = {}): Promise<CancelResult> {
+    checkSessionId(sessionId);
+    if (typeof options !== "object" || options === null) throw new InvalidInputError("cancelTurn's options are an object");
+    const reason = options.reason ?? null;
+    if (reason !== null) this.checkText("cancellation reason", reason);
+    const requestId = checkMessageId(options.requestId, "request ID");
+    const stored = await this.load(sessionId);
+    const inbox = await this.store.readInbox(sessionId, 0);
+    if (requestId !== null) {
+      const earlier = inbox.find((e) => e.kind === "cancel" && e.requestId === requestId);
+      if (earlier?.kind === "cancel") return { seq: earlier.seq, duplicate: true, turnId: earlier.turnId };
+    }
+    const { head } = stored;
+    let turnId: string | null = null;
+    if (isTurnActive(head.turn)) turnId = head.turn.turnId;
+    else if (inbox.some((e) => e.seq > head.inboxCursor && (e.kind === "message" || e.kind === "steer"))) {
+      // A message was accepted and its turn has not started yet: the cancellation is for that turn.
+      turnId = `turn-${head.turnCount + 1}`;
+    }
+    if (turnId === null) throw new SessionStateError(`session "${sessionId}" has no running turn to cancel`);
+    const result = await this.store.enqueue(
+      sessionId,
+      { kind: "cancel", turnId, reason, requestId },
+      requestId === null ? null : `cancel:${requestId}`,
+    );
+    return { ...result, turnId };
+  }
+
+  /**
+   * Adds a message to the running turn: it joins the turn before its next RunModel step (after the
+   * calls of the current step are final). On a session with no running turn it starts a turn, as
+   * `sendMessage` does. With a `messageId`, sending it again is accepted once (shared with `sendMessage`).
+   */
+  async steer(sessionId: string, text: string, options: { messageId?: string } = {}): Promise<EnqueueResult> {
+    checkSessionId(sessionId);
+    this.checkText("message", text);
+    const messageId = checkMessageId(options?.messageId);
+    return this.store.enqueue(sessionId, { kind: "steer", text, messageId }, messageDedupeKey(messageId));
+  }
+
   /** Approves or rejects a pending interrupt; a rejection's message reaches the model. */
   async resolveInterrupt(
     sessionId: string,
@@ -113,8 +165,17 @@ export class SessionClient {
     }
     const stored = await this.load(sessionId);
     const dedupeKey = `resolution:${input.interruptId}`;
-    const pending = stored.head.pendingInterrupts.some((i) => i.interruptId === input.interruptId);
-    if (!pending) {
+    const interrupt = stored.head.pendingInterrupts.find((i) => i.interruptId === input.interruptId);
+    const cancelledCall = stored.head.turn?.calls.find(
+      (call) => call.interruptId === input.interruptId && call.status === "cancelled",
+    );
+    const unapplied = interrupt ? await this.store.readInbox(sessionId, stored.head.inboxCursor) : [];
+    if (cancelledCall || unapplied.some((e) => e.kind === "cancel" && e.turnId === interrupt?.turnId)) {
+      throw new SessionStateError(
+        `interrupt "${input.interruptId}" of session "${sessionId}" belongs to a cancelled turn: its call will never run`,
+      );
+    }
+    if (!interrupt) {
       // A decision for an interrupt of this or an earlier turn is in the inbox: it was resolved already.
       const decided =
         (stored.head.turn?.calls.some(
@@ -160,7 +221,7 @@ export class SessionClient {
       messages: history.map((item) => item.display),
       turn: head.turn,
       pendingInterrupts: head.pendingInterrupts,
-      queuedMessages: head.queue.length + inbox.filter((item) => item.kind === "message").length,
+      queuedMessages: head.queue.length + inbox.filter((item) => item.kind === "message" || item.kind === "steer").length,
       unappliedDecisions: inbox.filter((item) => item.kind === "resolution").length,
       usage: head.usage,
       version: stored.version,
@@ -220,7 +281,8 @@ export class SessionClient {
       const inbox = await this.store.readInbox(sessionId, stored.head.inboxCursor);
       return settled({
         status: stored.head.status,
-        queuedMessages: stored.head.queue.length + inbox.filter((item) => item.kind === "message").length,
+        queuedMessages:
+          stored.head.queue.length + inbox.filter((item) => item.kind === "message" || item.kind === "steer").length,
         unappliedDecisions: inbox.filter((item) => item.kind === "resolution").length,
       });
     });
@@ -317,10 +379,10 @@ function checkSessionId(sessionId: unknown): asserts sessionId is string {
   }
 }
 
-function checkMessageId(messageId: unknown): string | null {
+function checkMessageId(messageId: unknown, what = "message ID"): string | null {
   if (messageId === undefined || messageId === null) return null;
   if (typeof messageId !== "string" || !messageIdPattern.test(messageId)) {
-    throw new InvalidInputError("a message ID is 1-200 letters, digits, '.', '_', ':' or '-'");
+    throw new InvalidInputError(`a ${what} is 1-200 letters, digits, '.', '_', ':' or '-'`);
   }
   return messageId;
 }

@@ -19,6 +19,11 @@ export interface SessionDefinitionOptions {
   readonly toolBackoff?: Partial<BackoffPolicy>;
   /** RunModel steps one turn may take before it fails (guards against a model that never stops). */
   readonly maxModelSteps?: number;
+  /**
+   * How long a cancelled turn waits for its calls in flight (ms, default 10,000): a call that has not
+   * returned by then ends `outcome_unknown` (single-attempt) or `cancelled` (read, idempotent write).
+   */
+  readonly cancelGraceMs?: number;
 }
 
 export interface SessionDefinition {
@@ -29,6 +34,7 @@ export interface SessionDefinition {
   readonly modelRetry: RetryPolicy;
   readonly toolBackoff: BackoffPolicy;
   readonly maxModelSteps: number;
+  readonly cancelGraceMs: number;
 }
 
 /** Validates the policies against the runner's tools (a typo is a `PolicyError`) and fills defaults. */
@@ -48,6 +54,10 @@ export function defineSession(options: SessionDefinitionOptions): SessionDefinit
   if (!Number.isInteger(modelRetry.maxAttempts) || modelRetry.maxAttempts < 1) {
     throw new ConfigurationError("modelRetry.maxAttempts must be a positive integer");
   }
+  const cancelGraceMs = options.cancelGraceMs ?? 10_000;
+  if (!Number.isFinite(cancelGraceMs) || cancelGraceMs < 0) {
+    throw new ConfigurationError("cancelGraceMs must be a non-negative number of milliseconds");
+  }
   return {
     name: options.name,
     runner: options.runner,
@@ -56,6 +66,7 @@ export function defineSession(options: SessionDefinitionOptions): SessionDefinit
     modelRetry,
     toolBackoff: { ...defaultToolBackoff, ...options.toolBackoff },
     maxModelSteps: options.maxModelSteps ?? 50,
+    cancelGraceMs,
   };
 }
 
@@ -67,6 +78,7 @@ export function machineConfig(definition: SessionDefinition): MachineConfig {
     toolBackoff: definition.toolBackoff,
     tools: definition.tools,
     policies: definition.policies,
+    cancelGraceMs: definition.cancelGraceMs ?? 10_000,
     failureNote: (text) => definition.runner.userItem("turn_failure_note", text),
   };
 }

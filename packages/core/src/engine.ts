@@ -13,6 +13,7 @@ export {
   dueSteps,
   isRunnable,
   isTurnActive,
+  joinedMessages,
   newSessionHead,
   outcomesForNextModelStep,
   type ApplyContext,
@@ -30,7 +31,10 @@ export { runInToolCall, runOutsideToolCall } from "./tool-context.js";
 export {
   defaultRejectionMessage,
   describeOutcome,
+  describeTurnCancellation,
   describeTurnFailure,
+  isTurnNote,
+  TURN_CANCELLED_NOTE_PREFIX,
   TURN_FAILURE_NOTE_PREFIX,
 } from "./outcome-text.js";
 export { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";

@@ -24,6 +24,7 @@ export type ErrorCode =
   | "stored_state"
   | "unknown_agent"
   | "tool_execution"
+  | "tool_cancelled"
   | "model_step"
   | "timeout"
   | "store_open";
@@ -45,6 +46,7 @@ export const errorCodes: readonly ErrorCode[] = Object.freeze([
   "version_conflict",
   "lease_lost",
   "tool_execution",
+  "tool_cancelled",
   "model_step",
 ]);
 
@@ -246,6 +248,19 @@ export class ToolExecutionError extends DurableAgentsError {
     super("tool_execution", message, options);
   }
   static override isInstance = guard<ToolExecutionError>("tool_execution");
+}
+
+/**
+ * Thrown by a tool that stopped on its abort signal (`currentToolCall().signal`) to state that it
+ * changed nothing. While its turn is being cancelled, the call then ends `cancelled`, whatever its
+ * effect; a single-attempt call that stops with any other error ends `outcome_unknown`. Outside a
+ * cancellation it counts as a failed attempt.
+ */
+export class ToolCancelledError extends DurableAgentsError {
+  constructor(message = "the tool stopped on the cancellation and changed nothing", options?: ErrorOptions) {
+    super("tool_cancelled", message, options);
+  }
+  static override isInstance = guard<ToolCancelledError>("tool_cancelled");
 }
 
 /**

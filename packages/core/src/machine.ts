@@ -16,7 +16,7 @@ import { onModelAttemptFailed, onModelCompleted } from "./machine/model-inputs.j
 import { startReadySteps } from "./machine/plan.js";
 import { onInbox, onRecover, onTick } from "./machine/session-inputs.js";
 import { currentCalls, deriveStatus, isTurnActive, nextDueAt, sameData } from "./machine/state.js";
-import { onCallAttemptFailed, onCallFinished } from "./machine/tool-inputs.js";
+import { onCallAttemptFailed, onCallCancelled, onCallFinished } from "./machine/tool-inputs.js";
 import type { ApplyContext, DueStep, Handled, MachineInput, Transition } from "./machine/types.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
 
@@ -26,6 +26,7 @@ export {
   dueSteps,
   isRunnable,
   isTurnActive,
+  joinedMessages,
   newSessionHead,
   nextDueAt,
   outcomesForNextModelStep,
@@ -47,7 +48,7 @@ function handle(draft: Draft, input: MachineInput, ctx: ApplyContext): Handled {
   if (typeof input !== "object" || input === null) return "the input is not an object";
   switch (input.type) {
     case "inbox":
-      return onInbox(draft, input);
+      return onInbox(draft, input, ctx);
     case "recover":
       return onRecover(draft, input);
     case "tick":
@@ -58,6 +59,8 @@ function handle(draft: Draft, input: MachineInput, ctx: ApplyContext): Handled {
       return onModelAttemptFailed(draft, input, ctx);
     case "call_finished":
       return onCallFinished(draft, input, ctx);
+    case "call_cancelled":
+      return onCallCancelled(draft, input, ctx);
     case "call_attempt_failed":
       return onCallAttemptFailed(draft, input, ctx);
     default:
@@ -83,6 +86,7 @@ export function apply(head: SessionHead, input: MachineInput, ctx: ApplyContext)
       due: { steps: [], nextAt: nextDueAt(head, ctx.now) },
     };
   }
+  draft.settleCancellation(ctx.now, ctx.config);
   if (ctx.startSteps !== false) startReadySteps(draft, ctx.now);
   draft.head.status = deriveStatus(draft.head);
   const changed = draft.events.length > 0 || draft.appendHistory.length > 0 || !sameData(head, draft.head);

@@ -4,6 +4,13 @@ import type { ToolCallRecord, Turn } from "./schemas.js";
 /** Core writes this at the start of the note a failed turn leaves for the next turn's model. */
 export const TURN_FAILURE_NOTE_PREFIX = "[previous turn failed]";
 
+/** Core writes this at the start of the note a cancelled turn leaves for the next turn's model. */
+export const TURN_CANCELLED_NOTE_PREFIX = "[previous turn cancelled]";
+
+/** Whether a user item's text is a note core left (a failed or a cancelled turn's). */
+export const isTurnNote = (text: string): boolean =>
+  text.startsWith(TURN_FAILURE_NOTE_PREFIX) || text.startsWith(TURN_CANCELLED_NOTE_PREFIX);
+
 export const defaultRejectionMessage = "A person rejected this tool call; it did not run.";
 
 export function describeOutcome(call: Pick<ToolCallRecord, "status" | "output" | "message">): string {
@@ -19,6 +26,8 @@ export function describeOutcome(call: Pick<ToolCallRecord, "status" | "output" |
         `The outcome of this tool call is unknown (${call.message ?? "no result was recorded"}). ` +
         "It may or may not have taken effect: check before doing it again."
       );
+    case "cancelled":
+      return `The tool call was cancelled: ${call.message ?? "its turn was cancelled"}.`;
     default:
       return `The tool call is ${call.status}.`;
   }
@@ -35,4 +44,22 @@ export function describeTurnFailure(turn: Pick<Turn, "userText" | "calls">, erro
   const calls =
     lines.length > 0 ? `Tool calls that already ran in it:\n${lines.join("\n")}` : "No tool call ran in it.";
   return `${TURN_FAILURE_NOTE_PREFIX} The turn for the message "${clip(turn.userText, 200)}" failed: ${error}\n${calls}`;
+}
+
+/**
+ * The note stored as a user item when a turn is cancelled: every call of the turn and what became
+ * of it, so the next turn's model knows what ran, what was cancelled and what is unknown.
+ */
+export function describeTurnCancellation(
+  turn: Pick<Turn, "userText" | "calls">,
+  reason: string | null,
+  modelCallAborted: boolean,
+): string {
+  const lines = turn.calls.map(
+    (call) => `- ${call.name}(${clip(call.arguments, 200)}): ${call.status}: ${clip(describeOutcome(call), 300)}`,
+  );
+  const calls = lines.length > 0 ? `Its tool calls:\n${lines.join("\n")}` : "It made no tool call.";
+  const why = reason ? ` (reason: ${clip(reason, 200)})` : "";
+  const model = modelCallAborted ? " A model call in flight was stopped; its answer was discarded." : "";
+  return `${TURN_CANCELLED_NOTE_PREFIX} The turn for the message "${clip(turn.userText, 200)}" was cancelled by a person${why}.${model}\n${calls}`;
 }

@@ -31,9 +31,27 @@ export interface RunModelInput {
   readonly runState: string | null;
   /** Outcomes of every call the previous step asked for, in model order (empty on the first step). */
   readonly outcomes: readonly RecordedOutcome[];
+  /**
+   * Messages steered into this turn (`client.steer`) that joined it up to this step, in order. Each
+   * is already in `history` (after the turn's user item); the runner puts it in the model's input
+   * where it joined (right after the outcome of `afterToolCallId`, or after the turn's user item
+   * when that is null), and leaves it out of the turn's final items.
+   */
+  readonly joined: readonly JoinedModelMessage[];
+  /** Aborted when the turn is cancelled or the worker is losing the session: stop the model call. */
   readonly signal: AbortSignal;
   /** Text and reasoning deltas as they stream; the engine coalesces them into events. */
   readonly emit: (delta: ModelDelta) => void;
+}
+
+export interface JoinedModelMessage {
+  /** The runner's user item for the steered text (as `userItem("message", text)` made it). */
+  readonly item: HistoryItem;
+  readonly historyIndex: number;
+  /** The RunModel step before which it joined. */
+  readonly modelStep: number;
+  /** It follows this call's outcome in the model's input; null: it follows the turn's user item. */
+  readonly afterToolCallId: string | null;
 }
 
 export interface RequestedToolCall {
@@ -69,6 +87,7 @@ export interface CallToolInput {
   readonly arguments: string;
   readonly attempt: number;
   readonly idempotencyKey: string;
+  /** Aborted when the call's turn is cancelled or the worker is losing the session (also `currentToolCall().signal`). */
   readonly signal: AbortSignal;
 }
 

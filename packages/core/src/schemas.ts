@@ -40,7 +40,12 @@ export type DisplayItem = z.infer<typeof DisplayItem>;
 export const HistoryItem = z.object({ item: z.unknown(), display: DisplayItem });
 export type HistoryItem = z.infer<typeof HistoryItem>;
 
-export const finalCallStatuses = ["succeeded", "failed", "rejected", "outcome_unknown"] as const;
+/**
+ * `cancelled`: the call's turn was cancelled and the call never ran, or (a `read` or
+ * `idempotent_write`) it was stopped by the cancellation before it returned, or (a single-attempt
+ * call) it stopped and stated that it changed nothing (`ToolCancelledError`).
+ */
+export const finalCallStatuses = ["succeeded", "failed", "rejected", "outcome_unknown", "cancelled"] as const;
 export const FinalCallStatus = z.enum(finalCallStatuses);
 export type FinalCallStatus = z.infer<typeof FinalCallStatus>;
 export const CallStatus = z.enum(["awaiting_approval", "pending", "running", ...finalCallStatuses]);
@@ -93,11 +98,39 @@ export const Interrupt = z.object({
 });
 export type Interrupt = z.infer<typeof Interrupt>;
 
+export const QueuedMessage = z.object({ text: z.string(), inboxSeq: z.number().int(), item: HistoryItem });
+export type QueuedMessage = z.infer<typeof QueuedMessage>;
+
+/** A cancellation being applied to a turn (phase `cancelling`) or applied (phase `cancelled`). */
+export const TurnCancellation = z.object({
+  reason: z.string().nullable(),
+  requestId: z.string().nullable(),
+  /** Epoch ms at which the cancellation was applied. */
+  appliedAt: z.number(),
+  /** Epoch ms after which a call still running is given up: `outcome_unknown` if single-attempt, else `cancelled`. */
+  graceUntil: z.number(),
+  /** Whether a RunModel step was in flight (and was aborted). */
+  modelCallAborted: z.boolean(),
+});
+export type TurnCancellation = z.infer<typeof TurnCancellation>;
+
+/** A steered message that joined the turn: where it is in the history and where it goes in the model's input. */
+export const JoinedMessage = z.object({
+  /** The RunModel step (1-based within the turn) before which it joined. */
+  modelStep: z.number().int().positive(),
+  /** Its index in the session history. */
+  historyIndex: z.number().int().nonnegative(),
+  /** The last call of the response it follows: it goes right after that call's outcome. Null: after the turn's user item. */
+  afterToolCallId: z.string().nullable(),
+});
+export type JoinedMessage = z.infer<typeof JoinedMessage>;
+
 export const Turn = z.object({
   turnId: z.string(),
   number: z.number().int().positive(),
   userText: z.string(),
-  phase: z.enum(["model", "tools", "completed", "failed"]),
+  /** `cancelling`: a cancellation was applied and calls in flight are being waited for (up to the grace period). */
+  phase: z.enum(["model", "tools", "cancelling", "completed", "failed", "cancelled"]),
   /** History length before the turn's user item. */
   historyStart: z.number().int().nonnegative(),
   /** RunModel steps completed in this turn. */
@@ -118,13 +151,17 @@ export const Turn = z.object({
   usage: Usage,
   finalText: z.string().nullable(),
   error: z.string().nullable(),
+  /** The cancellation, once one was applied. Heads written before this field existed load with null. */
+  cancellation: TurnCancellation.nullable().default(null),
+  /** Messages steered into this turn that have not joined it yet (they join before its next RunModel). */
+  steered: z.array(QueuedMessage).default([]),
+  /** Messages steered into this turn that joined it, in order. */
+  joined: z.array(JoinedMessage).default([]),
 });
 export type Turn = z.infer<typeof Turn>;
 
 export const SessionStatus = z.enum(["idle", "running", "awaiting_approval"]);
 export type SessionStatus = z.infer<typeof SessionStatus>;
-
-export const QueuedMessage = z.object({ text: z.string(), inboxSeq: z.number().int(), item: HistoryItem });
 
 /** The stored session state, without its history (history is stored as appended items). */
 export const SessionHead = z.object({
@@ -195,6 +232,15 @@ export const InboxEntry = z.discriminatedUnion("kind", [
     approved: z.boolean(),
     message: z.string().nullable(),
   }),
+  /** Cancels turn `turnId` (the one running, or about to start, when the client accepted it); consumed without effect once that turn ended. */
+  z.object({
+    kind: z.literal("cancel"),
+    turnId: z.string(),
+    reason: z.string().nullable(),
+    requestId: z.string().nullable(),
+  }),
+  /** A message for the running turn (it joins before the turn's next RunModel), or a new turn's when none runs. */
+  z.object({ kind: z.literal("steer"), text: z.string(), messageId: z.string().nullable() }),
 ]);
 export type InboxEntry = z.infer<typeof InboxEntry>;
 export type InboxItem = InboxEntry & { seq: number };
@@ -235,6 +281,34 @@ export const EventBody = z.discriminatedUnion("type", [
   event("history_appended", { items: z.array(DisplayItem) }),
   event("turn_completed", { turnId: z.string(), text: z.string(), usage: Usage }),
   event("turn_failed", { turnId: z.string(), error: z.string() }),
+  /** A cancellation was applied while calls were in flight: the turn ends once they are final or the grace period ends. */
+  event("turn_cancelling", {
+    turnId: z.string(),
+    reason: z.string().nullable(),
+    requestId: z.string().nullable(),
+    graceUntil: z.string(),
+    running: z.array(z.string()),
+  }),
+  /** The receipt of a cancelled turn: every call of the turn with its final status. */
+  event("turn_cancelled", {
+    turnId: z.string(),
+    reason: z.string().nullable(),
+    requestId: z.string().nullable(),
+    modelCallAborted: z.boolean(),
+    calls: z.array(
+      z.object({
+        toolCallId: z.string(),
+        name: z.string(),
+        effect: ToolEffect,
+        status: FinalCallStatus,
+        attempts: z.number().int().nonnegative(),
+      }),
+    ),
+  }),
+  /** A cancellation reached the session after its turn had ended: it changed nothing. */
+  event("cancel_skipped", { turnId: z.string(), requestId: z.string().nullable(), why: z.string() }),
+  /** A steered message joined the running turn: it is in the history, before the turn's RunModel step `modelStep`. */
+  event("message_steered", { turnId: z.string(), text: z.string(), modelStep: z.number().int().positive() }),
   event("session_recovered", {
     fence: z.number().int(),
     calls: z.array(z.object({ toolCallId: z.string(), status: CallStatus })),

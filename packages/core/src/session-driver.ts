@@ -14,6 +14,7 @@ import {
   LeaseLostError,
   ModelStepError,
   StoredStateError,
+  ToolCancelledError,
   ToolExecutionError,
   VersionConflictError,
 } from "./errors.js";
@@ -21,6 +22,7 @@ import {
   applyAll,
   currentCalls,
   isRunnable,
+  joinedMessages,
   outcomesForNextModelStep,
   type DueStep,
   type MachineConfig,
@@ -75,6 +77,8 @@ class SessionDriver {
   private lost = false;
   /** The first unexpected error of a launched step or a commit: the drive ends by throwing it. */
   private failure: { readonly error: unknown } | null = null;
+  /** One controller per turn with steps in flight: aborted once the turn is cancelled or ended. */
+  private readonly turnAborts = new Map<string, AbortController>();
   private readonly config: MachineConfig;
   private readonly store: SessionStore;
   private readonly definition: SessionDefinition;
@@ -140,7 +144,10 @@ class SessionDriver {
       if (!stopping && this.inboxDirty) {
         this.inboxDirty = false;
         for (const item of await this.store.readInbox(this.sessionId, this.head.inboxCursor)) {
-          const userItem = item.kind === "message" ? this.definition.runner.userItem("message", item.text) : undefined;
+          const userItem =
+            item.kind === "message" || item.kind === "steer"
+              ? this.definition.runner.userItem("message", item.text)
+              : undefined;
           inputs.push({ type: "inbox", item, ...(userItem ? { userItem } : {}) });
         }
       }
@@ -196,9 +203,34 @@ class SessionDriver {
     }
     this.head = t.head;
     this.nextAt = t.due.nextAt;
+    this.abortEndedTurns();
     for (const step of t.due.steps) {
       if (step.kind === "RunModel") this.launchModel(step);
       else this.launchTool(step);
+    }
+  }
+
+  /** The signal of a step of this turn: aborted when the turn is cancelled or ended, or the lease is lost. */
+  private stepSignal(turnId: string): AbortSignal {
+    let controller = this.turnAborts.get(turnId);
+    if (!controller) {
+      controller = new AbortController();
+      this.turnAborts.set(turnId, controller);
+    }
+    return AbortSignal.any([this.options.signal, controller.signal]);
+  }
+
+  /** Aborts the steps of every turn that is no longer running its model or tools (cancelled, ended). */
+  private abortEndedTurns(): void {
+    const turn = this.head.turn;
+    for (const [turnId, controller] of this.turnAborts) {
+      if (turn?.turnId === turnId && (turn.phase === "model" || turn.phase === "tools")) continue;
+      this.turnAborts.delete(turnId);
+      const reason = new Error(
+        turn?.turnId === turnId && turn.phase === "cancelling" ? "the turn was cancelled" : "the turn ended",
+      );
+      reason.name = "AbortError";
+      controller.abort(reason);
     }
   }
 
@@ -282,9 +314,15 @@ class SessionDriver {
     const head = this.head;
     const turn = head.turn!;
     const { turnId, modelStep, attempt } = step;
+    const signal = this.stepSignal(turnId);
     const task = (async () => {
       const history = [...(await this.loadHistory())];
-      const coalescer = new DeltaCoalescer(turnId, (events) => this.commitEvents(events), this.options.coalescing);
+      // Deltas of a step whose turn was cancelled are dropped: its answer is discarded.
+      const coalescer = new DeltaCoalescer(
+        turnId,
+        (events) => (signal.aborted ? Promise.resolve() : this.commitEvents(events)),
+        this.options.coalescing,
+      );
       let result: RunModelResult;
       try {
         result = await this.definition.runner.runModel({
@@ -295,12 +333,14 @@ class SessionDriver {
           turnStart: turn.historyStart,
           runState: turn.runState,
           outcomes: outcomesForNextModelStep(head),
-          signal: this.options.signal,
+          joined: joinedMessages(head, history),
+          signal,
           emit: (delta) => coalescer.push(delta),
         });
       } catch (error) {
         // Deltas still buffered go into the same commit as the step's result.
-        const events = await coalescer.finish();
+        const buffered = await coalescer.finish();
+        const events = signal.aborted ? [] : buffered;
         // Another attempt cannot fix a failure the runner says is final, nor a run state it cannot read.
         const retryable = !ModelStepError.isInstance(error) && !StoredStateError.isInstance(error);
         return {
@@ -315,7 +355,8 @@ class SessionDriver {
           events,
         };
       }
-      const events = await coalescer.finish();
+      const buffered = await coalescer.finish();
+      const events = signal.aborted ? [] : buffered;
       return { input: { type: "model_completed", turnId, modelStep, attempt, result } as const, events };
     })();
     this.track(task);
@@ -325,6 +366,7 @@ class SessionDriver {
   private launchTool(step: Exclude<DueStep, { kind: "RunModel" }>): void {
     const { turnId, toolCallId, attempt } = step;
     const call = currentCalls(this.head.turn!).find((c) => c.toolCallId === toolCallId)!;
+    const signal = this.stepSignal(turnId);
     const task = (async () => {
       let input: MachineInput;
       try {
@@ -336,6 +378,7 @@ class SessionDriver {
             toolName: call.name,
             idempotencyKey: call.idempotencyKey!,
             attempt,
+            signal,
           },
           () =>
             this.definition.runner.callTool({
@@ -346,12 +389,14 @@ class SessionDriver {
               arguments: call.arguments,
               attempt,
               idempotencyKey: call.idempotencyKey!,
-              signal: this.options.signal,
+              signal,
             }),
         );
         input = { type: "call_finished", turnId, toolCallId, attempt, outcome };
       } catch (error) {
-        input = ToolExecutionError.isInstance(error)
+        input = ToolCancelledError.isInstance(error)
+          ? { type: "call_cancelled", turnId, toolCallId, attempt, message: error.message }
+          : ToolExecutionError.isInstance(error)
           ? {
               type: "call_finished",
               turnId,

@@ -71,8 +71,11 @@ function checkEvents(events: readonly EventBody[]): readonly EventBody[] {
 }
 
 export function checkInboxEntry(entry: InboxEntry): void {
-  if (entry?.kind !== "message" && entry?.kind !== "resolution") {
-    throw new InvalidInputError("an inbox entry is a message or a resolution", ["entry.kind"]);
+  const kind: unknown = entry?.kind;
+  if (kind !== "message" && kind !== "resolution" && kind !== "cancel" && kind !== "steer") {
+    throw new InvalidInputError("an inbox entry is a message, a resolution, a cancellation or a steered message", [
+      "entry.kind",
+    ]);
   }
 }
 

@@ -14,6 +14,13 @@ export interface ToolCallContext {
   readonly idempotencyKey: string;
   /** 1-based attempt number, counted durably across crashes. */
   readonly attempt: number;
+  /**
+   * Aborted when the call should stop: its turn was cancelled, or the worker is losing the session.
+   * A `read` or `idempotent_write` tool that stops on it (throws) ends `cancelled`; a single-attempt
+   * tool ends `cancelled` only if it throws `ToolCancelledError` (it changed nothing), else its real
+   * outcome or, past the grace period, `outcome_unknown`. An engine that cannot abort leaves it unset.
+   */
+  readonly signal?: AbortSignal;
 }
 
 const storageKey = Symbol.for("durable-agents.tool-call-context");

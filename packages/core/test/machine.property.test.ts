@@ -33,6 +33,7 @@ const usage = { modelCalls: 1, inputTokens: 3, outputTokens: 2, totalTokens: 5 }
 const toolNames = ["read_t", "idem_t", "write_t", "unclassified_t", "write_now", "ghost"] as const;
 const config: MachineConfig = {
   maxModelSteps: 4,
+  cancelGraceMs: 1_000,
   failureNote: (text) => item("note", text),
   modelRetry: { maxAttempts: 3, initialDelayMs: 100, maxDelayMs: 400, factor: 2 },
   toolBackoff: { initialDelayMs: 100, maxDelayMs: 400, factor: 2 },

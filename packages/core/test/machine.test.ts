@@ -26,6 +26,7 @@ const toolEffects: Record<string, ToolEffect> = {
 for (let i = 1; i <= 5; i++) toolEffects[`c${i}`] = "read";
 const config: MachineConfig = {
   maxModelSteps: 5,
+  cancelGraceMs: 1_000,
   failureNote: note,
   modelRetry: { maxAttempts: 2, initialDelayMs: 10, maxDelayMs: 1_000, factor: 2 },
   toolBackoff: { initialDelayMs: 50, maxDelayMs: 1_000, factor: 2 },

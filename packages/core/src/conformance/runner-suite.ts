@@ -83,6 +83,7 @@ function startTurn(runner: Runner, text: string, earlier: HistoryItem[] = []): T
         history,
         turnStart: earlier.length,
         runState,
+        joined: [],
         outcomes,
         signal: new AbortController().signal,
         emit: (delta) => driver.deltas.push(delta),

@@ -3,13 +3,15 @@
  * history, recording steps, finishing calls, resuming and failing turns, starting steps. Handlers
  * check that their input fits the state before they call any of these.
  */
-import { describeOutcome, describeTurnFailure } from "../outcome-text.js";
+import { describeOutcome, describeTurnCancellation, describeTurnFailure } from "../outcome-text.js";
+import { policyTable } from "../policy.js";
 import {
   emptyUsage,
   isFinalCallStatus,
   type EventBody,
   type FinalCallStatus,
   type HistoryItem,
+  type InboxEntry,
   type SessionHead,
   type StepKind,
   type StepRecord,
@@ -105,6 +107,9 @@ export class Draft {
       usage: emptyUsage(),
       finalText: null,
       error: null,
+      cancellation: null,
+      steered: [],
+      joined: [],
     };
     this.head.turn = turn;
     this.events.push({ type: "turn_started", data: { turnId: turn.turnId, text: next.text } });
@@ -126,9 +131,137 @@ export class Draft {
       }
     }
     this.head.pendingInterrupts = this.head.pendingInterrupts.filter((i) => i.turnId !== turn.turnId);
+    this.requeueSteered(turn);
     this.append([note]);
     this.events.push({ type: "turn_failed", data: { turnId: turn.turnId, error } });
     this.startNextTurn();
+  }
+
+  /**
+   * Applies a cancellation: a RunModel in flight is abandoned (its result, if it still arrives, is
+   * ignored), calls not started or waiting for approval become `cancelled`, and calls in flight are
+   * waited for until the grace period ends (`settleCancellation`). The engine aborts the signals of
+   * the turn's steps once this is stored.
+   */
+  beginCancel(turn: Turn, entry: Extract<InboxEntry, { kind: "cancel" }>, now: number, config: MachineConfig): void {
+    const modelCallAborted = turn.phase === "model" && turn.modelRunning;
+    if (turn.phase === "model") {
+      // The RunModel step that is due (in flight, or waiting for a retry) will not run.
+      this.step(turn, "RunModel", "failed", { attempt: turn.modelAttempts + 1, detail: "cancelled" });
+    }
+    turn.modelRunning = false;
+    turn.modelRetryAt = null;
+    // Before any call is finished, so that the last one does not resume the turn.
+    turn.phase = "cancelling";
+    turn.cancellation = {
+      reason: entry.reason,
+      requestId: entry.requestId,
+      appliedAt: now,
+      graceUntil: now + config.cancelGraceMs,
+      modelCallAborted,
+    };
+    this.head.pendingInterrupts = this.head.pendingInterrupts.filter((i) => i.turnId !== turn.turnId);
+    for (const call of turn.calls) {
+      if (isFinalCallStatus(call.status) || call.status === "running") continue;
+      if (call.status === "awaiting_approval")
+        this.step(turn, "AwaitToolApproval", "completed", { toolCallId: call.toolCallId, detail: "cancelled" });
+      this.finishCall(turn, call, "cancelled", {
+        message:
+          call.status === "awaiting_approval"
+            ? "the turn was cancelled while this call waited for approval; it never ran"
+            : "the turn was cancelled before this call ran",
+      });
+    }
+    const running = turn.calls.filter((call) => call.status === "running").map((call) => call.toolCallId);
+    if (running.length > 0) {
+      this.events.push({
+        type: "turn_cancelling",
+        data: {
+          turnId: turn.turnId,
+          reason: entry.reason,
+          requestId: entry.requestId,
+          graceUntil: new Date(turn.cancellation.graceUntil).toISOString(),
+          running,
+        },
+      });
+    }
+  }
+
+  /**
+   * A call of a turn being cancelled stopped without a result: a `read` or `idempotent_write`
+   * (it may be repeated safely) ends `cancelled`; a single-attempt call ends `outcome_unknown`
+   * unless the tool stated that it changed nothing.
+   */
+  giveUpCall(turn: Turn, call: ToolCallRecord, why: string, changedNothing = false): void {
+    if (changedNothing || policyTable[call.effect].step === "CallTool") {
+      this.finishCall(turn, call, "cancelled", { message: why });
+    } else {
+      this.finishCall(turn, call, "outcome_unknown", { message: `${why}; it may have taken effect` });
+    }
+  }
+
+  /**
+   * Ends a turn being cancelled once no call of it is in flight: past the grace period, calls still
+   * running are given up. Then the receipt, the note for the next turn's model, and the next turn.
+   */
+  settleCancellation(now: number, config: MachineConfig): void {
+    const turn = this.activeTurn();
+    if (turn?.phase !== "cancelling" || !turn.cancellation) return;
+    const cancellation = turn.cancellation;
+    if (now >= cancellation.graceUntil) {
+      for (const call of turn.calls) {
+        if (call.status !== "running") continue;
+        this.giveUpCall(
+          turn,
+          call,
+          `it had not returned ${config.cancelGraceMs} ms after its turn was cancelled (the grace period)`,
+        );
+      }
+    }
+    if (turn.calls.some((call) => call.status === "running")) return;
+    turn.phase = "cancelled";
+    turn.runState = null;
+    this.requeueSteered(turn);
+    this.append([
+      config.failureNote(describeTurnCancellation(turn, cancellation.reason, cancellation.modelCallAborted)),
+    ]);
+    this.events.push({
+      type: "turn_cancelled",
+      data: {
+        turnId: turn.turnId,
+        reason: cancellation.reason,
+        requestId: cancellation.requestId,
+        modelCallAborted: cancellation.modelCallAborted,
+        calls: turn.calls.map((call) => ({
+          toolCallId: call.toolCallId,
+          name: call.name,
+          effect: call.effect,
+          status: call.status as FinalCallStatus,
+          attempts: call.attempts,
+        })),
+      },
+    });
+    this.startNextTurn();
+  }
+
+  /** Steered messages that had not joined their turn when it ended start the next turn, before the queue. */
+  requeueSteered(turn: Turn): void {
+    if (turn.steered.length === 0) return;
+    this.head.queue.unshift(...turn.steered);
+    turn.steered = [];
+  }
+
+  /** The turn's steered messages join it: into the history, just before its next RunModel starts. */
+  private joinSteered(turn: Turn): void {
+    if (turn.steered.length === 0) return;
+    const modelStep = turn.modelSteps + 1;
+    const afterToolCallId = turn.modelSteps === 0 ? null : (currentCalls(turn).at(-1)?.toolCallId ?? null);
+    for (const message of turn.steered) {
+      turn.joined.push({ modelStep, historyIndex: this.head.historyLength, afterToolCallId });
+      this.append([message.item]);
+      this.events.push({ type: "message_steered", data: { turnId: turn.turnId, text: message.text, modelStep } });
+    }
+    turn.steered = [];
   }
 
   /** Records a final outcome of a call of the running turn (no-op for a call that is final already). */
@@ -170,6 +303,7 @@ export class Draft {
 
   /** Starts the due RunModel step: it is in flight until its result or a recovery. */
   startModel(turn: Turn): void {
+    this.joinSteered(turn);
     turn.modelRunning = true;
     this.started.push({
       kind: "RunModel",

@@ -47,6 +47,7 @@ export function onModelCompleted(draft: Draft, input: Input<"model_completed">, 
     turn.finalText = result.text;
     draft.append(result.items);
     draft.events.push({ type: "turn_completed", data: { turnId: turn.turnId, text: result.text, usage: turn.usage } });
+    draft.requeueSteered(turn);
     draft.startNextTurn();
     return null;
   }

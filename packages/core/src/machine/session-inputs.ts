@@ -3,22 +3,54 @@ import { policyTable } from "../policy.js";
 import type { ToolCallRecord } from "../schemas.js";
 import type { Draft } from "./draft.js";
 import { currentCalls } from "./state.js";
-import type { Handled, MachineInput } from "./types.js";
+import type { ApplyContext, Handled, MachineInput } from "./types.js";
 
 type Input<T extends MachineInput["type"]> = Extract<MachineInput, { type: T }>;
 
-/** A message starts a turn or is queued; a decision resolves its interrupt. Each entry is applied once, in order. */
-export function onInbox(draft: Draft, input: Input<"inbox">): Handled {
+/**
+ * A message starts a turn or is queued; a decision resolves its interrupt; a cancellation ends its
+ * turn; a steered message joins the running turn (or starts one, as a message). Each entry is
+ * applied once, in order.
+ */
+export function onInbox(draft: Draft, input: Input<"inbox">, ctx: ApplyContext): Handled {
   const { item, userItem } = input;
   if (typeof item !== "object" || item === null || !Number.isInteger(item.seq))
     return "the inbox entry has no sequence number";
   if (!(item.seq > draft.head.inboxCursor))
     return `inbox entry ${item.seq} is at or before the cursor ${draft.head.inboxCursor}`;
-  if (item.kind === "message" && !userItem) return `inbox message ${item.seq} comes without its user item`;
   const kind: unknown = item.kind;
-  if (kind !== "message" && kind !== "resolution") return `inbox entry ${item.seq} is of no known kind`;
+  if (kind !== "message" && kind !== "resolution" && kind !== "cancel" && kind !== "steer")
+    return `inbox entry ${item.seq} is of no known kind`;
+  if ((item.kind === "message" || item.kind === "steer") && !userItem)
+    return `inbox message ${item.seq} comes without its user item`;
 
   draft.head.inboxCursor = item.seq;
+  if (item.kind === "cancel") {
+    const turn = draft.activeTurn();
+    if (turn && turn.turnId === item.turnId && turn.phase !== "cancelling") {
+      draft.beginCancel(turn, item, ctx.now, ctx.config);
+    } else if (!(turn && turn.turnId === item.turnId)) {
+      // The turn it names ended before it was applied (or, for a turn not started, never started): consumed.
+      const why =
+        draft.head.turn?.turnId === item.turnId
+          ? `the turn had already ended (${draft.head.turn.phase})`
+          : "the turn it names is not the session's running turn";
+      draft.events.push({ type: "cancel_skipped", data: { turnId: item.turnId, requestId: item.requestId, why } });
+    }
+    return null;
+  }
+  if (item.kind === "steer") {
+    const turn = draft.activeTurn();
+    if (turn && turn.phase !== "cancelling") {
+      turn.steered.push({ text: item.text, inboxSeq: item.seq, item: userItem! });
+      return null;
+    }
+    // No turn to join (or the turn is ending): it is a message for the next turn.
+    draft.head.queue.push({ text: item.text, inboxSeq: item.seq, item: userItem! });
+    if (turn) draft.events.push({ type: "message_queued", data: { text: item.text, position: draft.head.queue.length } });
+    else draft.startNextTurn();
+    return null;
+  }
   if (item.kind === "message") {
     draft.head.queue.push({ text: item.text, inboxSeq: item.seq, item: userItem! });
     if (draft.activeTurn()) {
@@ -64,7 +96,10 @@ export function onRecover(draft: Draft, input: Input<"recover">): Handled {
   for (const call of currentCalls(turn)) {
     if (call.status !== "running") continue;
     const rule = policyTable[call.effect];
-    if (rule.onCrash === "outcome_unknown") {
+    if (turn.phase === "cancelling") {
+      // The turn is being cancelled: nothing is retried; a single-attempt call found started is unknown.
+      draft.giveUpCall(turn, call, "the worker running this call stopped after its turn was cancelled");
+    } else if (rule.onCrash === "outcome_unknown") {
       draft.finishCall(turn, call, "outcome_unknown", {
         message: "the worker running this call stopped before recording its result",
       });

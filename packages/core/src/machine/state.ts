@@ -1,11 +1,12 @@
 /** Queries on a session head: what the turn is doing, what is due, the derived status. Pure. */
-import type { RecordedOutcome } from "../runner.js";
+import type { JoinedModelMessage, RecordedOutcome } from "../runner.js";
 import { describeOutcome } from "../outcome-text.js";
 import {
   emptyUsage,
   isFinalCallStatus,
   SESSION_SCHEMA_VERSION,
   type FinalCallStatus,
+  type HistoryItem,
   type SessionHead,
   type SessionStatus,
   type ToolCallRecord,
@@ -30,7 +31,7 @@ export function newSessionHead(sessionId: string, agent: string, createdAt: stri
   };
 }
 
-const activePhases = new Set<Turn["phase"]>(["model", "tools"]);
+const activePhases = new Set<Turn["phase"]>(["model", "tools", "cancelling"]);
 export const isTurnActive = (turn: Turn | null): turn is Turn => turn !== null && activePhases.has(turn.phase);
 
 /** The calls of the turn's latest model response. */
@@ -51,13 +52,23 @@ export function outcomesForNextModelStep(head: SessionHead): RecordedOutcome[] {
   }));
 }
 
+/** The steered messages that joined the running turn, with their history items (for the next RunModel's input). */
+export function joinedMessages(head: SessionHead, history: readonly HistoryItem[]): JoinedModelMessage[] {
+  const turn = head.turn;
+  if (!isTurnActive(turn)) return [];
+  return turn.joined.flatMap((joined) => {
+    const item = history[joined.historyIndex];
+    return item ? [{ ...joined, item }] : [];
+  });
+}
+
 /**
  * The steps the session has to run that are not started, in model order: ready (`notBefore` null or
  * past) or waiting for a backoff. A started step (a running call, a RunModel in flight) is not here.
  */
 export function dueSteps(head: SessionHead): WaitingStep[] {
   const turn = head.turn;
-  if (!isTurnActive(turn)) return [];
+  if (!isTurnActive(turn) || turn.phase === "cancelling") return [];
   if (turn.phase === "model") {
     if (turn.modelRunning) return [];
     const step = {
@@ -79,8 +90,16 @@ export function dueSteps(head: SessionHead): WaitingStep[] {
     }));
 }
 
-/** When the first step that is not started is due: its `notBefore`, or `now` when it is ready. Null when none is. */
+/**
+ * When the first step that is not started is due: its `notBefore`, or `now` when it is ready; for a
+ * turn being cancelled, the end of its grace period. Null when none is.
+ */
 export function nextDueAt(head: SessionHead, now: number): number | null {
+  const turn = head.turn;
+  if (turn?.phase === "cancelling") {
+    const running = turn.calls.some((call) => call.status === "running");
+    return running && turn.cancellation ? turn.cancellation.graceUntil : null;
+  }
   let next: number | null = null;
   for (const step of dueSteps(head)) {
     const at = step.notBefore ?? now;
@@ -93,7 +112,7 @@ export function nextDueAt(head: SessionHead, now: number): number | null {
 export function isRunnable(head: SessionHead): boolean {
   const turn = head.turn;
   if (!isTurnActive(turn)) return head.queue.length > 0;
-  if (turn.phase === "model") return true;
+  if (turn.phase === "model" || turn.phase === "cancelling") return true;
   return currentCalls(turn).some((call) => call.status === "pending" || call.status === "running");
 }
 

@@ -44,6 +44,20 @@ export function onCallFinished(draft: Draft, input: Input<"call_finished">, ctx:
   return null;
 }
 
+/** The tool stopped and stated that it changed nothing: `cancelled` while its turn is cancelled, else a failed attempt. */
+export function onCallCancelled(draft: Draft, input: Input<"call_cancelled">, ctx: ApplyContext): Handled {
+  const found = runningAttempt(draft, input);
+  if (typeof found === "string") return found;
+
+  const [turn, call] = found;
+  if (turn.phase === "cancelling") {
+    draft.giveUpCall(turn, call, `it stopped on the cancellation and changed nothing (${String(input.message)})`, true);
+  } else {
+    attemptFailed(draft, turn, call, `the tool stopped without a cancellation: ${String(input.message)}`, ctx);
+  }
+  return null;
+}
+
 export function onCallAttemptFailed(draft: Draft, input: Input<"call_attempt_failed">, ctx: ApplyContext): Handled {
   const found = runningAttempt(draft, input);
   if (typeof found === "string") return found;
@@ -62,6 +76,11 @@ function attemptFailed(
   { config, now }: ApplyContext,
 ): void {
   call.lastError = error;
+  if (turn.phase === "cancelling") {
+    // Nothing is retried once the turn is being cancelled.
+    draft.giveUpCall(turn, call, `it stopped after its turn was cancelled (${error})`);
+    return;
+  }
   if (call.attempts >= call.maxAttempts) {
     const rule = policyTable[call.effect];
     const tries = call.maxAttempts === 1 ? "its only attempt" : `all ${call.maxAttempts} attempts`;

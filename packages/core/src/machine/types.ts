@@ -53,6 +53,14 @@ export type MachineInput =
       readonly outcome: CallToolResult;
     }
   | {
+      /** The attempt stopped and the tool stated that it changed nothing (it threw `ToolCancelledError`). */
+      readonly type: "call_cancelled";
+      readonly turnId: string;
+      readonly toolCallId: string;
+      readonly attempt: number;
+      readonly message: string;
+    }
+  | {
       /** The attempt threw an error that the policy table retries (or not). */
       readonly type: "call_attempt_failed";
       readonly turnId: string;
@@ -77,7 +85,9 @@ export interface MachineConfig {
   /** The agent's tools and the session's policies: the effect and approval of each requested call. */
   readonly tools: readonly ToolDescription[];
   readonly policies: ToolPolicies;
-  /** The runner's user item for the note a failed turn leaves (deterministic: same text, same item). */
+  /** How long a cancellation waits for calls in flight before it gives them up (ms). */
+  readonly cancelGraceMs: number;
+  /** The runner's user item for the note a failed or cancelled turn leaves (deterministic: same text, same item). */
   readonly failureNote: (text: string) => HistoryItem;
 }
 

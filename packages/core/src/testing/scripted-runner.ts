@@ -7,7 +7,9 @@ import type { CallToolInput, CallToolResult, RunModelInput, RunModelResult, Runn
 import type { DisplayItem, HistoryItem } from "../schemas.js";
 import {
   decideScriptedResponse,
+  hangUntilAborted,
   scriptedToolCallId,
+  TURN_CANCELLED_NOTE_PREFIX,
   TURN_FAILURE_NOTE_PREFIX,
   type ConformanceTool,
   type ScriptedModelInput,
@@ -58,19 +60,32 @@ export class ScriptedRunner implements Runner {
     for (const outcome of input.outcomes) {
       turnItems.push({ role: "tool", toolCallId: outcome.toolCallId, name: outcome.name, content: outcome.text });
     }
+    // What the model sees: the turn's items with each steered message where it joined.
+    const seen: ScriptedItem[] = [...turnItems];
+    for (const joined of input.joined) {
+      const item = joined.item.item as ScriptedItem;
+      const after =
+        joined.afterToolCallId === null
+          ? -1
+          : seen.findIndex((i) => i.role === "tool" && i.toolCallId === joined.afterToolCallId);
+      let at = after + 1;
+      while (seen[at]?.role === "user") at++;
+      seen.splice(at, 0, item);
+    }
+    const steered = seen.flatMap((item) => (item.role === "user" && "content" in item ? [item.content] : []));
+    const earlierUserTexts = input.history
+      .slice(0, input.turnStart)
+      .flatMap((h) => ((h.item as ScriptedItem).role === "user" ? [String((h.item as { content?: string }).content)] : []));
     const modelInput: ScriptedModelInput = {
       userText: user.content,
-      toolResponses: turnItems.filter((item) => "toolCalls" in item).length,
-      toolResults: turnItems.flatMap((item) => (item.role === "tool" ? [{ name: item.name, text: item.content }] : [])),
-      failureNotesSeen: input.history
-        .slice(0, input.turnStart)
-        .filter(
-          (h) =>
-            (h.item as ScriptedItem).role === "user" &&
-            String((h.item as { content?: string }).content).startsWith(TURN_FAILURE_NOTE_PREFIX),
-        ).length,
+      toolResponses: seen.filter((item) => "toolCalls" in item).length,
+      toolResults: seen.flatMap((item) => (item.role === "tool" ? [{ name: item.name, text: item.content }] : [])),
+      failureNotesSeen: earlierUserTexts.filter((text) => text.startsWith(TURN_FAILURE_NOTE_PREFIX)).length,
+      cancelNotesSeen: earlierUserTexts.filter((text) => text.startsWith(TURN_CANCELLED_NOTE_PREFIX)).length,
+      steered,
     };
     const decision = decideScriptedResponse(modelInput);
+    if (decision.kind === "hang") return hangUntilAborted(input.signal, user.content);
     const inputTokens = Math.ceil(JSON.stringify(input.history).length / 4) + turnItems.length;
     if (decision.kind === "tool_calls") {
       const calls = decision.calls.map((call, index) => ({

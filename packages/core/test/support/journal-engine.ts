@@ -24,6 +24,7 @@ import {
   currentCalls,
   isRunnable,
   machineConfig,
+  joinedMessages,
   outcomesForNextModelStep,
   runInToolCall,
   type DueStep,
@@ -176,7 +177,7 @@ export class JournalEngine implements ConformanceWorker {
         if (inputs.length === 0 && !stopping) {
           for (const item of await this.store.readInbox(lease.sessionId, head.inboxCursor)) {
             inputs.push(
-              item.kind === "message"
+              item.kind === "message" || item.kind === "steer"
                 ? { type: "inbox", item, userItem: this.definition.runner.userItem("message", item.text) }
                 : { type: "inbox", item },
             );
@@ -232,14 +233,16 @@ export class JournalEngine implements ConformanceWorker {
     if (step.kind === "RunModel") {
       const base = { turnId: step.turnId, modelStep: step.modelStep, attempt: step.attempt };
       try {
+        const history = await this.store.readHistory(sessionId);
         const result = await this.definition.runner.runModel({
           sessionId,
           turnId: step.turnId,
           modelStep: step.modelStep,
-          history: await this.store.readHistory(sessionId),
+          history,
           turnStart: turn.historyStart,
           runState: turn.runState,
           outcomes: outcomesForNextModelStep(head),
+          joined: joinedMessages(head, history),
           signal,
           emit: () => {},
         });
