@@ -109,7 +109,8 @@ export class SessionClient {
    */
   async cancelTurn(sessionId: string, options: { reason?: string; requestId?: string } = {}): Promise<CancelResult> {
     checkSessionId(sessionId);
-    if (typeof options !== "object" || options === null) throw new InvalidInputError("cancelTurn's options are an object");
+    if (typeof options !== "object" || options === null)
+      throw new InvalidInputError("cancelTurn's options are an object");
     const reason = options.reason ?? null;
     if (reason !== null) this.checkText("cancellation reason", reason);
     const requestId = checkMessageId(options.requestId, "request ID");
@@ -221,7 +222,8 @@ export class SessionClient {
       messages: history.map((item) => item.display),
       turn: head.turn,
       pendingInterrupts: head.pendingInterrupts,
-      queuedMessages: head.queue.length + inbox.filter((item) => item.kind === "message" || item.kind === "steer").length,
+      queuedMessages:
+        head.queue.length + inbox.filter((item) => item.kind === "message" || item.kind === "steer").length,
       unappliedDecisions: inbox.filter((item) => item.kind === "resolution").length,
       usage: head.usage,
       version: stored.version,

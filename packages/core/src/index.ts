@@ -29,7 +29,13 @@ export {
 } from "./definition.js";
 export { Worker, type WorkerOptions } from "./worker.js";
 export type { CoalescerOptions } from "./coalescer.js";
-export { SessionClient, type CancelResult, type ClientLimits, type SessionClientOptions, type StepLogEntry } from "./client.js";
+export {
+  SessionClient,
+  type CancelResult,
+  type ClientLimits,
+  type SessionClientOptions,
+  type StepLogEntry,
+} from "./client.js";
 export { currentToolCall, type ToolCallContext } from "./tool-context.js";
 // What an application passes around: a runner into `defineSession`, a store into `Worker` and
 // `SessionClient`, and what `sendMessage` returns. The rest of both contracts is in `/engine`.

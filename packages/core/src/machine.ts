@@ -102,8 +102,9 @@ export function apply(head: SessionHead, input: MachineInput, ctx: ApplyContext)
 
 /**
  * Applies inputs in order, as one transition (what an engine stores in one commit): the last head,
- * every event and history item, the steps started along the way, and `ignored` joined over the
- * inputs that were ignored.
+ * every event and history item, the steps started, and `ignored` joined over the inputs that were
+ * ignored. Ready steps are started once, after the last input: a step is never started by one input
+ * only to be stopped by the next (a recovery followed by a cancellation starts nothing).
  */
 export function applyAll(head: SessionHead, inputs: readonly MachineInput[], ctx: ApplyContext): Transition {
   let current = head;
@@ -111,15 +112,24 @@ export function applyAll(head: SessionHead, inputs: readonly MachineInput[], ctx
   const appendHistory: HistoryItem[] = [];
   const steps: DueStep[] = [];
   const ignored: string[] = [];
-  for (const input of inputs) {
-    const t = apply(current, input, ctx);
+  let lastIgnored = false;
+  inputs.forEach((input, index) => {
+    const last = index === inputs.length - 1;
+    const t = apply(current, input, last ? ctx : { ...ctx, startSteps: false });
     current = t.head;
     events.push(...t.events);
     appendHistory.push(...t.appendHistory);
     steps.push(...t.due.steps);
     if (t.ignored !== null) ignored.push(t.ignored);
+    lastIgnored = t.ignored !== null;
+  });
+  // The last input, when ignored, started nothing: what its predecessors made ready is started now.
+  if (lastIgnored && ctx.startSteps !== false) {
+    const t = apply(current, { type: "tick" }, ctx);
+    current = t.head;
+    events.push(...t.events);
+    steps.push(...t.due.steps);
   }
-  // A step started by one input and interrupted by a later one (a recovery) is launched at most once, if still started.
   const launch = new Map<string, DueStep>();
   for (const step of steps) if (isStarted(current, step)) launch.set(stepKey(step), step);
   return {

@@ -129,11 +129,14 @@ class SessionDriver {
 
   /** Recover, then: take finished steps and new inbox entries, apply and commit them, launch what the machine started, wait. */
   private async loop(): Promise<DriveEnd> {
-    await this.advance([{ type: "recover", fence: this.options.lease.fence }], [], false);
+    // The recovery goes into one transition with the inbox entries waiting: a cancellation accepted
+    // while no worker ran is applied before anything the recovery made ready starts again.
+    let recovery: MachineInput | null = { type: "recover", fence: this.options.lease.fence };
     for (;;) {
       if (this.options.signal.aborted || this.lost || this.failure) return "lost";
       const stopping = this.options.stopping();
-      const inputs: MachineInput[] = [];
+      const inputs: MachineInput[] = recovery ? [recovery] : [];
+      recovery = null;
       const deltas: EventBody[] = [];
       for (const done of this.completions.splice(0)) {
         this.running -= 1;
@@ -212,6 +215,10 @@ class SessionDriver {
 
   /** The signal of a step of this turn: aborted when the turn is cancelled or ended, or the lease is lost. */
   private stepSignal(turnId: string): AbortSignal {
+    const turn = this.head.turn;
+    if (turn?.turnId !== turnId || (turn.phase !== "model" && turn.phase !== "tools")) {
+      return AbortSignal.abort(Object.assign(new Error("the turn was cancelled or ended"), { name: "AbortError" }));
+    }
     let controller = this.turnAborts.get(turnId);
     if (!controller) {
       controller = new AbortController();
@@ -397,14 +404,14 @@ class SessionDriver {
         input = ToolCancelledError.isInstance(error)
           ? { type: "call_cancelled", turnId, toolCallId, attempt, message: error.message }
           : ToolExecutionError.isInstance(error)
-          ? {
-              type: "call_finished",
-              turnId,
-              toolCallId,
-              attempt,
-              outcome: { status: "failed", message: error.message },
-            }
-          : { type: "call_attempt_failed", turnId, toolCallId, attempt, error: errorText(error) };
+            ? {
+                type: "call_finished",
+                turnId,
+                toolCallId,
+                attempt,
+                outcome: { status: "failed", message: error.message },
+              }
+            : { type: "call_attempt_failed", turnId, toolCallId, attempt, error: errorText(error) };
       }
       return { input, events: [] };
     })();

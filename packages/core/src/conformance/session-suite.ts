@@ -11,6 +11,7 @@ import {
   InvalidInputError,
   SessionNotFoundError,
   SessionStateError,
+  ToolCancelledError,
   ToolExecutionError,
 } from "../errors.js";
 import type { ToolPolicies } from "../policy.js";
@@ -19,7 +20,7 @@ import type { SessionStore } from "../store.js";
 import { currentToolCall } from "../tool-context.js";
 import { SessionClient } from "../client.js";
 import { Worker } from "../worker.js";
-import type { ConformanceTool } from "../testing/scripted-rules.js";
+import { scriptedHangs, type ConformanceTool } from "../testing/scripted-rules.js";
 import { crashWorker, workerDrives } from "../testing/worker-seams.js";
 import type { ConformanceWorker, SessionConformanceOptions, TestApi } from "./types.js";
 
@@ -52,6 +53,17 @@ class ToolBox {
     const promise = new Promise<void>((resolve) => (open = resolve));
     this.gates.set(name, { promise, open });
     return open;
+  }
+
+  /** Waits until the current call's abort signal fires ("aborted") or the named gate opens ("opened"). */
+  abortedOrOpened(name: string): Promise<"aborted" | "opened"> {
+    const signal = currentToolCall()?.signal;
+    const gate = this.gates.get(name);
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve("aborted");
+      signal?.addEventListener("abort", () => resolve("aborted"), { once: true });
+      void gate?.promise.then(() => resolve("opened"));
+    });
   }
 
   count(tool: string): number {
@@ -124,6 +136,25 @@ class ToolBox {
         await new Promise((resolve) => setTimeout(resolve, 20));
         return `step ${String(args.label)} done`;
       }),
+      // Turn control: tools that react to their abort signal in each of the ways a tool can.
+      tool("wait_read", { key: "string" }, async (args) => {
+        if ((await box.abortedOrOpened("wait_read")) === "aborted") throw new Error("wait_read stopped on its signal");
+        return `value of ${String(args.key)}`;
+      }),
+      tool("finish_write", { id: "string" }, async (args) => {
+        await box.abortedOrOpened("finish_write");
+        return `wrote ${String(args.id)} before stopping`;
+      }),
+      tool("ignore_write", { id: "string" }, async (args) => {
+        const gate = box.gates.get("ignore_write");
+        if (gate) await gate.promise;
+        return `wrote ${String(args.id)} late`;
+      }),
+      tool("stop_write", { id: "string" }, async (args) => {
+        if ((await box.abortedOrOpened("stop_write")) === "aborted")
+          throw new ToolCancelledError(`stopped before writing ${String(args.id)}`);
+        return `wrote ${String(args.id)}`;
+      }),
     ];
   }
 }
@@ -136,7 +167,14 @@ const policies: ToolPolicies = {
   send_email: { effect: "non_idempotent_write", needsApproval: false },
   find_customer: { effect: "read" },
   slow_step: { effect: "read" },
+  wait_read: { effect: "read" },
+  finish_write: { effect: "non_idempotent_write", needsApproval: false },
+  ignore_write: { effect: "non_idempotent_write", needsApproval: false },
+  stop_write: { effect: "unclassified", needsApproval: false },
 };
+
+/** The suite's grace period for calls in flight when a turn is cancelled. */
+const cancelGraceMs = 1_000;
 
 const waitUntil = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000) => {
   const deadline = Date.now() + timeoutMs;
@@ -144,6 +182,23 @@ const waitUntil = async (what: string, check: () => boolean | Promise<boolean>, 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+};
+
+let nonces = 0;
+/** Makes a scenario's message unique in the process (the scripted models count hung calls by message). */
+const nonce = () => `${process.pid}-${Date.now()}-${++nonces}`;
+
+/** The receipt of a cancelled turn, once its `turn_cancelled` event is stored. */
+const receiptOf = async (env: Env, sessionId: string, turnId: string) => {
+  let receipt: Extract<SessionEvent, { type: "turn_cancelled" }>["data"] | undefined;
+  await waitUntil(`the receipt of ${turnId}`, async () => {
+    const event = (await env.client.readEvents(sessionId)).find(
+      (e) => e.type === "turn_cancelled" && e.data.turnId === turnId,
+    );
+    if (event?.type === "turn_cancelled") receipt = event.data;
+    return receipt !== undefined;
+  });
+  return receipt!;
 };
 
 const callOf = (snapshot: SessionSnapshot, name: string): ToolCallRecord => {
@@ -173,6 +228,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       policies,
       modelRetry: { maxAttempts: 3, initialDelayMs: 5, maxDelayMs: 20 },
       toolBackoff: { initialDelayMs: 5, maxDelayMs: 20 },
+      cancelGraceMs,
     });
     const started: ConformanceWorker[] = [];
     const env: Env = {
@@ -584,6 +640,248 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
         deltas.length <= Math.ceil(joined.length / 64) + 2,
         `deltas are coalesced (${deltas.length} events for ${joined.length} chars)`,
       );
+    });
+
+    scenario(
+      "cancel during a model call: the call is aborted, the receipt is empty, the next turn is told",
+      async (box) => {
+        const env = await setup(box);
+        const text = `hang model\n(a model call to stop, ${nonce()})`;
+        const { sessionId } = await env.client.startSession({ agent: "conformance", message: text });
+        await waitUntil("the model call to start", () => scriptedHangs(text).started === 1);
+        const accepted = await env.client.cancelTurn(sessionId, {
+          reason: "the user pressed stop",
+          requestId: "stop-1",
+        });
+        assert.equal(accepted.turnId, "turn-1");
+        assert.equal(accepted.duplicate, false);
+        const receipt = await receiptOf(env, sessionId, "turn-1");
+        assert.equal(receipt.modelCallAborted, true);
+        assert.deepEqual(receipt.calls, []);
+        assert.equal(receipt.reason, "the user pressed stop");
+        assert.equal(receipt.requestId, "stop-1");
+        await waitUntil("the model to see its abort signal", () => scriptedHangs(text).aborted === 1);
+        const done = await env.client.waitUntilIdle(sessionId);
+        assert.equal(done.turn?.phase, "cancelled");
+        assert.equal(done.status, "idle");
+        const note = done.messages.at(-1);
+        assert.equal(note?.role, "note");
+        assert.match(note?.text ?? "", /cancelled by a person \(reason: the user pressed stop\)/);
+        assert.match(note?.text ?? "", /model call in flight was stopped/);
+        assert.ok(
+          (await env.client.steps(sessionId)).some((s) => s.step === "RunModel" && s.detail === "cancelled"),
+          "the step log shows the model step cancelled",
+        );
+        await env.client.sendMessage(sessionId, "and now?");
+        const next = await env.client.waitFor(sessionId, (s) => s.turnCount === 2 && s.status === "idle");
+        assert.equal(next.turn?.finalText, "(noted 1 cancelled turn(s)) You said: and now?");
+        assert.equal(scriptedHangs(text).started, 1, "the cancelled model call was not made again");
+      },
+    );
+
+    scenario(
+      "cancel during parallel calls: each call in flight ends by its effect and the grace period",
+      async (box) => {
+        const env = await setup(box);
+        for (const name of ["wait_read", "finish_write", "ignore_write", "stop_write"]) box.gate(name);
+        const { sessionId } = await env.client.startSession({
+          agent: "conformance",
+          message: [
+            'call wait_read {"key":"k"}',
+            'call finish_write {"id":"w1"}',
+            'call ignore_write {"id":"w2"}',
+            'call stop_write {"id":"w3"}',
+          ].join("\n"),
+        });
+        await waitUntil("all four calls to start", () =>
+          ["wait_read", "finish_write", "ignore_write", "stop_write"].every((name) => box.count(name) === 1),
+        );
+        await env.client.cancelTurn(sessionId);
+        const receipt = await receiptOf(env, sessionId, "turn-1");
+        const statusOf = Object.fromEntries(receipt.calls.map((c) => [c.name, c.status]));
+        assert.deepEqual(statusOf, {
+          wait_read: "cancelled",
+          finish_write: "succeeded",
+          ignore_write: "outcome_unknown",
+          stop_write: "cancelled",
+        });
+        assert.ok(receipt.calls.every((c) => c.attempts === 1));
+        assert.equal(receipt.modelCallAborted, false);
+        const events = await env.client.readEvents(sessionId);
+        const cancelling = events.find((e) => e.type === "turn_cancelling");
+        assert.ok(cancelling?.type === "turn_cancelling", "a turn_cancelling event came first");
+        assert.equal(cancelling.data.running.length, 4, "all four were running when the cancellation was applied");
+        // The call that ignored its signal returns after the receipt: its late result changes nothing.
+        box.gates.get("ignore_write")!.open();
+        await waitUntil("ignore_write to return", () =>
+          box.executions.every((e) => e.tool !== "ignore_write" || e.endedAt !== undefined),
+        );
+        const done = await env.client.waitUntilIdle(sessionId);
+        assert.equal(callOf(done, "ignore_write").status, "outcome_unknown");
+        assert.equal(callOf(done, "finish_write").output, "wrote w1 before stopping");
+        for (const name of ["wait_read", "finish_write", "ignore_write", "stop_write"])
+          assert.equal(box.count(name), 1, `${name} ran once and was never retried`);
+        const note = done.messages.at(-1)?.text ?? "";
+        assert.match(note, /ignore_write\(\{"id":"w2"\}\): outcome_unknown/);
+        assert.match(note, /finish_write\(\{"id":"w1"\}\): succeeded: wrote w1 before stopping/);
+        for (const name of ["wait_read", "finish_write", "stop_write"]) box.gates.get(name)!.open();
+      },
+    );
+
+    scenario("cancel while waiting for approval: the call never runs and a late decision is refused", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call cancel_order {"order_id":"77"}',
+      });
+      const waiting = await env.client.waitUntilIdle(sessionId);
+      const interruptId = waiting.pendingInterrupts[0]!.interruptId;
+      await env.client.cancelTurn(sessionId, { reason: "not this one" });
+      const receipt = await receiptOf(env, sessionId, "turn-1");
+      assert.deepEqual(
+        receipt.calls.map((c) => [c.name, c.status, c.attempts]),
+        [["cancel_order", "cancelled", 0]],
+      );
+      const before = await env.client.waitUntilIdle(sessionId);
+      assert.deepEqual(before.pendingInterrupts, []);
+      const inboxBefore = await env.store.readInbox(sessionId, 0);
+      await assert.rejects(() => env.client.approve(sessionId, interruptId), SessionStateError.isInstance);
+      await assert.rejects(() => env.client.reject(sessionId, interruptId, "no"), SessionStateError.isInstance);
+      assert.deepEqual(await env.client.snapshot(sessionId), before, "the late decisions changed nothing");
+      assert.deepEqual(await env.store.readInbox(sessionId, 0), inboxBefore, "nothing was written to the inbox");
+      assert.equal(box.count("cancel_order"), 0, "the tool never ran");
+      assert.ok(
+        (await env.client.steps(sessionId)).some((s) => s.step === "AwaitToolApproval" && s.detail === "cancelled"),
+      );
+    });
+
+    scenario("a cancellation accepted while its worker is dead is applied by the next worker", async (box) => {
+      const env = await setup(box, 0);
+      const first = env.startWorker({ leaseTtlMs: 300 });
+      box.gate("wait_read");
+      box.gate("ignore_write");
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call wait_read {"key":"c"}\ncall ignore_write {"id":"c1"}',
+      });
+      await waitUntil("both calls to start", () => box.count("wait_read") === 1 && box.count("ignore_write") === 1);
+      first.crash();
+      await env.client.cancelTurn(sessionId, { requestId: "after-crash" });
+      const accepted = await env.client.snapshot(sessionId);
+      assert.equal(accepted.turn?.phase, "tools", "no worker applied the cancellation yet");
+      env.startWorker({ leaseTtlMs: 300 });
+      const receipt = await receiptOf(env, sessionId, "turn-1");
+      const statusOf = Object.fromEntries(receipt.calls.map((c) => [c.name, c.status]));
+      assert.deepEqual(statusOf, { wait_read: "cancelled", ignore_write: "outcome_unknown" });
+      box.gates.get("ignore_write")!.open();
+      box.gates.get("wait_read")!.open();
+      await waitUntil("the dead worker's calls to return", () => box.executions.every((e) => e.endedAt !== undefined));
+      assert.equal(box.count("wait_read"), 1, "the read was not run again after the crash");
+      assert.equal(box.count("ignore_write"), 1, "the single-attempt call was not run again");
+      const done = await env.client.waitUntilIdle(sessionId);
+      assert.equal(done.turn?.phase, "cancelled");
+    });
+
+    scenario("a duplicate cancel with one requestId is accepted once, also after the turn ended", async (box) => {
+      const env = await setup(box);
+      const text = `hang model\n(a duplicate stop, ${nonce()})`;
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: text });
+      await waitUntil("the model call to start", () => scriptedHangs(text).started === 1);
+      const first = await env.client.cancelTurn(sessionId, { requestId: "stop-twice" });
+      const again = await env.client.cancelTurn(sessionId, { requestId: "stop-twice" });
+      assert.equal(again.duplicate, true);
+      assert.equal(again.seq, first.seq);
+      await receiptOf(env, sessionId, "turn-1");
+      const late = await env.client.cancelTurn(sessionId, { requestId: "stop-twice" });
+      assert.deepEqual(late, { seq: first.seq, duplicate: true, turnId: "turn-1" });
+      await assert.rejects(
+        () => env.client.cancelTurn(sessionId, { requestId: "another-stop" }),
+        SessionStateError.isInstance,
+      );
+      const events = await env.client.readEvents(sessionId);
+      assert.equal(events.filter((e) => e.type === "turn_cancelled").length, 1, "one receipt");
+      assert.equal((await env.store.readInbox(sessionId, 0)).filter((e) => e.kind === "cancel").length, 1);
+    });
+
+    scenario("a cancel on an idle session is refused and changes nothing", async (box) => {
+      const env = await setup(box);
+      const { client } = env;
+      const { sessionId: fresh } = await client.startSession({ agent: "conformance" });
+      const { sessionId } = await client.startSession({ agent: "conformance", message: "hello" });
+      await client.waitUntilIdle(sessionId);
+      for (const id of [fresh, sessionId]) {
+        const before = await client.snapshot(id);
+        const events = await client.readEvents(id);
+        const inbox = await env.store.readInbox(id, 0);
+        await assert.rejects(() => client.cancelTurn(id), SessionStateError.isInstance);
+        await assert.rejects(() => client.cancelTurn(id, { requestId: "r-9" }), SessionStateError.isInstance);
+        assert.deepEqual(await client.snapshot(id), before);
+        assert.deepEqual(await client.readEvents(id), events);
+        assert.deepEqual(await env.store.readInbox(id, 0), inbox);
+      }
+      await assert.rejects(() => client.cancelTurn("no-such-session"), SessionNotFoundError.isInstance);
+      await assert.rejects(
+        () => client.cancelTurn(sessionId, { reason: 7 as unknown as string }),
+        InvalidInputError.isInstance,
+      );
+      await assert.rejects(() => client.cancelTurn(sessionId, { requestId: "a/b" }), InvalidInputError.isInstance);
+      await assert.rejects(
+        () => client.cancelTurn(sessionId, { reason: "x".repeat(40_000) }),
+        InputTooLargeError.isInstance,
+      );
+      await assert.rejects(() => client.steer(sessionId, "   "), InvalidInputError.isInstance);
+      await assert.rejects(() => client.steer("no-such-session", "hi"), SessionNotFoundError.isInstance);
+    });
+
+    scenario("a cancel sent right after a message cancels the turn that message starts", async (box) => {
+      const env = await setup(box, 0);
+      const text = `hang model\n(stopped before it started, ${nonce()})`;
+      const { sessionId } = await env.client.startSession({ agent: "conformance", message: text });
+      const accepted = await env.client.cancelTurn(sessionId);
+      assert.equal(accepted.turnId, "turn-1");
+      env.startWorker();
+      const receipt = await receiptOf(env, sessionId, "turn-1");
+      // An engine that applies the message and the cancellation together never calls the model; one
+      // that applies one input at a time may start the call, and then aborts it.
+      const hangs = scriptedHangs(text);
+      assert.equal(receipt.modelCallAborted, hangs.started > 0);
+      await waitUntil("every model call made to see its abort", () => scriptedHangs(text).aborted === hangs.started);
+      assert.equal((await env.client.waitUntilIdle(sessionId)).turn?.phase, "cancelled");
+    });
+
+    scenario("steer during tool calls: the next model step sees the message exactly once", async (box) => {
+      const env = await setup(box);
+      const open = box.gate("look_up_order:S");
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call look_up_order {"order_id":"S"}',
+      });
+      await waitUntil("the call to start", () => box.count("look_up_order") === 1);
+      const first = await env.client.steer(sessionId, "also check the invoice", { messageId: "steer-1" });
+      const again = await env.client.steer(sessionId, "also check the invoice", { messageId: "steer-1" });
+      assert.equal(again.duplicate, true);
+      assert.equal(again.seq, first.seq);
+      await env.client.waitFor(sessionId, (s) => s.queuedMessages === 0 && (s.turn?.steered.length ?? 0) === 1);
+      open();
+      const done = await env.client.waitUntilIdle(sessionId);
+      assert.equal(done.turnCount, 1, "the steered message joined the running turn");
+      assert.equal(done.turn?.finalText, "Results: look_up_order -> order S is shipped (also: also check the invoice)");
+      const steered = (await env.client.readEvents(sessionId)).filter((e) => e.type === "message_steered");
+      assert.deepEqual(
+        steered.map((e) => e.data),
+        [{ turnId: "turn-1", text: "also check the invoice", modelStep: 2 }],
+      );
+      assert.equal(done.messages.filter((m) => m.text === "also check the invoice").length, 1, "stored once");
+    });
+
+    scenario("steer on an idle session starts a turn like a message", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({ agent: "conformance" });
+      await env.client.steer(sessionId, "hello there");
+      const done = await env.client.waitFor(sessionId, (s) => s.turnCount === 1 && s.status === "idle");
+      assert.equal(done.turn?.finalText, "You said: hello there");
+      const events = await env.client.readEvents(sessionId);
+      assert.equal(events.filter((e) => e.type === "message_steered").length, 0);
     });
 
     scenario("every bad input gets its typed error and changes nothing", async (box) => {

@@ -47,7 +47,8 @@ export function onInbox(draft: Draft, input: Input<"inbox">, ctx: ApplyContext):
     }
     // No turn to join (or the turn is ending): it is a message for the next turn.
     draft.head.queue.push({ text: item.text, inboxSeq: item.seq, item: userItem! });
-    if (turn) draft.events.push({ type: "message_queued", data: { text: item.text, position: draft.head.queue.length } });
+    if (turn)
+      draft.events.push({ type: "message_queued", data: { text: item.text, position: draft.head.queue.length } });
     else draft.startNextTurn();
     return null;
   }

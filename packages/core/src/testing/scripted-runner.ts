@@ -75,7 +75,9 @@ export class ScriptedRunner implements Runner {
     const steered = seen.flatMap((item) => (item.role === "user" && "content" in item ? [item.content] : []));
     const earlierUserTexts = input.history
       .slice(0, input.turnStart)
-      .flatMap((h) => ((h.item as ScriptedItem).role === "user" ? [String((h.item as { content?: string }).content)] : []));
+      .flatMap((h) =>
+        (h.item as ScriptedItem).role === "user" ? [String((h.item as { content?: string }).content)] : [],
+      );
     const modelInput: ScriptedModelInput = {
       userText: user.content,
       toolResponses: seen.filter((item) => "toolCalls" in item).length,

@@ -13,6 +13,7 @@
 import {
   LeaseLostError,
   parseSessionHead,
+  ToolCancelledError,
   ToolExecutionError,
   VersionConflictError,
   type SessionDefinition,
@@ -163,9 +164,24 @@ export class JournalEngine implements ConformanceWorker {
       const inputs: MachineInput[] = [{ type: "recover", fence: lease.fence }];
       let running = 0;
       let nextAt: number | null = null;
+      // Each turn's steps share a signal, aborted once the turn is no longer running its model or tools.
+      const turnAborts = new Map<string, AbortController>();
+      const abortEndedTurns = (at: SessionHead) => {
+        for (const [turnId, controller] of turnAborts) {
+          if (at.turn?.turnId === turnId && (at.turn.phase === "model" || at.turn.phase === "tools")) continue;
+          turnAborts.delete(turnId);
+          controller.abort(Object.assign(new Error("the turn was cancelled or ended"), { name: "AbortError" }));
+        }
+      };
       const launch = (step: DueStep, at: SessionHead) => {
         running += 1;
-        void this.runStep(step, at, abort.signal).then((input) => {
+        let controller = turnAborts.get(step.turnId);
+        if (!controller) {
+          controller = new AbortController();
+          turnAborts.set(step.turnId, controller);
+        }
+        const signal = AbortSignal.any([abort.signal, controller.signal]);
+        void this.runStep(step, at, signal).then((input) => {
           running -= 1;
           inputs.push(input);
           this.poke();
@@ -174,7 +190,9 @@ export class JournalEngine implements ConformanceWorker {
       for (;;) {
         if (this.dead || abort.signal.aborted) return;
         const stopping = this.stopping;
-        if (inputs.length === 0 && !stopping) {
+        // The inbox is read when nothing else is queued, and along with the recovery (so that a
+        // cancellation accepted while no engine ran is applied before the recovery's steps start).
+        if ((inputs.length === 0 || (inputs.length === 1 && inputs[0]!.type === "recover")) && !stopping) {
           for (const item of await this.store.readInbox(lease.sessionId, head.inboxCursor)) {
             inputs.push(
               item.kind === "message" || item.kind === "steer"
@@ -186,7 +204,12 @@ export class JournalEngine implements ConformanceWorker {
         if (inputs.length === 0 && !stopping && nextAt !== null && nextAt <= Date.now()) inputs.push({ type: "tick" });
         const input = inputs.shift();
         if (input) {
-          const entry = { input, now: Date.now(), startSteps: !stopping };
+          // Steps start once no input that arrived with this one is left to apply (as in `applyAll`).
+          const entry = {
+            input,
+            now: Date.now(),
+            startSteps: !stopping && (inputs.length === 0 || input.type !== "recover"),
+          };
           const t = apply(head, input, { config, now: entry.now, startSteps: entry.startSteps });
           if (t.changed) {
             if (this.dead) return;
@@ -204,6 +227,7 @@ export class JournalEngine implements ConformanceWorker {
           journal.entries.push(entry);
           head = t.head;
           nextAt = t.due.nextAt;
+          abortEndedTurns(head);
           for (const step of t.due.steps) launch(step, head);
           continue;
         }
@@ -260,6 +284,7 @@ export class JournalEngine implements ConformanceWorker {
       toolName: call.name,
       idempotencyKey: call.idempotencyKey!,
       attempt: step.attempt,
+      signal,
     };
     try {
       const outcome = await runInToolCall(context, () =>
@@ -276,6 +301,7 @@ export class JournalEngine implements ConformanceWorker {
       );
       return { type: "call_finished", ...base, outcome };
     } catch (error) {
+      if (ToolCancelledError.isInstance(error)) return { type: "call_cancelled", ...base, message: error.message };
       if (ToolExecutionError.isInstance(error))
         return { type: "call_finished", ...base, outcome: { status: "failed", message: error.message } };
       return { type: "call_attempt_failed", ...base, error: errorText(error) };
