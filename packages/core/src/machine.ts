@@ -128,6 +128,7 @@ export function applyAll(head: SessionHead, inputs: readonly MachineInput[], ctx
     const t = apply(current, { type: "tick" }, ctx);
     current = t.head;
     events.push(...t.events);
+    appendHistory.push(...t.appendHistory);
     steps.push(...t.due.steps);
   }
   const launch = new Map<string, DueStep>();

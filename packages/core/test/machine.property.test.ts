@@ -1,8 +1,9 @@
 /**
  * A property-based test of the state machine: random sequences of inputs (inbox entries, redelivered
  * entries, results of started steps, late and duplicate results, results of steps a recovery
- * interrupted, recoveries, ticks, graceful stops, batches, inputs that fit nothing) never make
- * `apply` or `applyAll` throw, and keep the machine's promises after every transition.
+ * interrupted, recoveries, ticks, graceful stops, batches, inputs that fit nothing, cancellations
+ * and steered messages) never make `apply` or `applyAll` throw, and keep the machine's promises
+ * after every transition.
  *
  * Configuration: `FC_NUM_RUNS` runs (default 300) of up to 80 inputs each. Every run draws a new
  * seed; on failure fast-check prints the shrunk counterexample with `{ seed, path }`. Replay it with
@@ -11,7 +12,13 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { parseSessionHead, type HistoryItem, type InboxItem, type SessionHead } from "../src/index.js";
+import {
+  finalCallStatuses,
+  parseSessionHead,
+  type HistoryItem,
+  type InboxItem,
+  type SessionHead,
+} from "../src/index.js";
 import {
   apply,
   applyAll,
@@ -63,6 +70,8 @@ type Action =
   | { kind: "recover"; batch: boolean }
   | { kind: "tick"; ms: number; batch: boolean }
   | { kind: "stop"; on: boolean }
+  | { kind: "cancel"; pick: number; batch: boolean }
+  | { kind: "steer"; batch: boolean }
   | { kind: "garbage"; pick: number; batch: boolean };
 
 const batch = fc.boolean();
@@ -91,6 +100,8 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("recover" as const), batch }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("tick" as const), ms: fc.nat({ max: 600 }), batch }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("stop" as const), on: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("cancel" as const), pick: fc.nat(), batch }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("steer" as const), batch }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("garbage" as const), pick: fc.nat(), batch }) },
 );
 
@@ -134,6 +145,9 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
   const singleAttemptStarts = new Map<string, number>();
   const delivered: MachineInput[] = [];
   let held: MachineInput[] = [];
+  const receipts = new Set<string>();
+  /** How often each steered text entered the history. */
+  const steeredInHistory = new Map<string, number>();
 
   const check = (before: SessionHead, inputs: readonly MachineInput[], t: Transition) => {
     const what = inputs.map((i) => (i && typeof i === "object" ? i.type : String(i))).join(", ");
@@ -189,6 +203,37 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
     for (const turnCall of t.head.turn?.calls ?? []) {
       if (turnCall.step === "CallSingleAttemptTool") expect(turnCall.attempts, what).toBeLessThanOrEqual(1);
     }
+    // A turn being cancelled starts nothing; a cancelled turn has one receipt, covering all its calls with final statuses.
+    if (before.turn?.phase === "cancelling" && t.head.turn?.turnId === before.turn.turnId) {
+      for (const call of before.turn.calls) {
+        const after = t.head.turn.calls.find((c) => c.toolCallId === call.toolCallId && c.response === call.response)!;
+        expect(after.attempts, `${what}: a call of a cancelling turn started again`).toBe(call.attempts);
+      }
+    }
+    for (const step of t.due.steps) {
+      expect(t.head.turn?.turnId, what).toBe(step.turnId);
+      expect(["model", "tools"], `${what}: a step launched for a turn that is not running`).toContain(
+        t.head.turn?.phase,
+      );
+    }
+    for (const event of t.events) {
+      if (event.type === "turn_cancelled") {
+        expect(receipts.has(event.data.turnId), `${event.data.turnId} has two receipts`).toBe(false);
+        receipts.add(event.data.turnId);
+        for (const call of event.data.calls) expect(finalCallStatuses, what).toContain(call.status);
+        const turnBefore = before.turn?.turnId === event.data.turnId ? before.turn : null;
+        for (const call of turnBefore?.calls ?? [])
+          expect(
+            event.data.calls.some((c) => c.toolCallId === call.toolCallId),
+            `${what}: the receipt covers ${call.toolCallId}`,
+          ).toBe(true);
+      }
+      if (event.type === "history_appended")
+        for (const display of event.data.items)
+          if (display.text.startsWith("steer "))
+            steeredInHistory.set(display.text, (steeredInHistory.get(display.text) ?? 0) + 1);
+    }
+    for (const [text, times] of steeredInHistory) expect(times, `${text} entered the history twice`).toBe(1);
     // Every call attempt the transition started is launched (in a batch, a later recovery may have interrupted one).
     const callStarts = t.events.filter((e) => e.type === "step_started" && e.data.step.startsWith("Call")).length;
     const callLaunches = t.due.steps.filter((s) => s.kind !== "RunModel").length;
@@ -251,7 +296,11 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
         if (inbox.length === 0) break;
         const entry = inbox[a.pick % inbox.length]!;
         feed(
-          { type: "inbox", item: entry, ...(entry.kind === "message" ? { userItem: item("user", entry.text) } : {}) },
+          {
+            type: "inbox",
+            item: entry,
+            ...(entry.kind === "message" || entry.kind === "steer" ? { userItem: item("user", entry.text) } : {}),
+          },
           a.batch,
         );
         break;
@@ -290,7 +339,7 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
           feed(input, a.batch);
         } else {
           const base = { turnId: step.turnId, toolCallId: step.toolCallId, attempt: step.attempt };
-          const choice = a.outcome % 4;
+          const choice = a.outcome % 5;
           const input: MachineInput =
             choice === 0
               ? { type: "call_finished", ...base, outcome: { status: "succeeded", output: "ok" } }
@@ -298,7 +347,9 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
                 ? { type: "call_finished", ...base, outcome: { status: "failed", message: "bad arguments" } }
                 : choice === 2
                   ? { type: "call_attempt_failed", ...base, error: "tool down" }
-                  : ({ type: "call_finished", ...base, outcome: { status: "maybe" } } as unknown as MachineInput);
+                  : choice === 3
+                    ? { type: "call_cancelled", ...base, message: "stopped, changed nothing" }
+                    : ({ type: "call_finished", ...base, outcome: { status: "maybe" } } as unknown as MachineInput);
           feed(input, a.batch);
         }
         break;
@@ -316,6 +367,19 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
       case "stop":
         startSteps = !a.on;
         break;
+      case "cancel": {
+        const turnId = head.turn && a.pick % 4 !== 0 ? head.turn.turnId : `turn-${(a.pick % 3) + 1}`;
+        const entry: InboxItem = { seq: nextSeq++, kind: "cancel", turnId, reason: null, requestId: null };
+        inbox.push(entry);
+        feed({ type: "inbox", item: entry }, a.batch);
+        break;
+      }
+      case "steer": {
+        const entry: InboxItem = { seq: nextSeq++, kind: "steer", text: `steer ${nextSeq}`, messageId: null };
+        inbox.push(entry);
+        feed({ type: "inbox", item: entry, userItem: item("user", entry.text) }, a.batch);
+        break;
+      }
       case "garbage":
         feed(garbage[a.pick % garbage.length] as MachineInput, a.batch);
         break;
@@ -324,7 +388,7 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
   if (held.length > 0) feed(held.pop()!, false);
   // What the head says is running was launched (nothing is started that no engine was told about).
   const turn = head.turn;
-  if (turn && (turn.phase === "model" || turn.phase === "tools")) {
+  if (turn && (turn.phase === "model" || turn.phase === "tools" || turn.phase === "cancelling")) {
     for (const call of currentCalls(turn)) {
       if (call.status === "running")
         expect(
@@ -369,6 +433,11 @@ describe("the state machine under random inputs", () => {
       "outcome:failed",
       "outcome:rejected",
       "outcome:outcome_unknown",
+      "outcome:cancelled",
+      "event:turn_cancelled",
+      "event:turn_cancelling",
+      "event:cancel_skipped",
+      "event:message_steered",
       "launch:RunModel",
       "launch:CallTool",
       "launch:CallSingleAttemptTool",

@@ -565,3 +565,139 @@ describe("inputs that do not fit, and results that cannot be applied", () => {
     }
   });
 });
+
+const cancel = (seq: number, turnId = "turn-1"): MachineInput => ({
+  type: "inbox",
+  item: { seq, kind: "cancel", turnId, reason: "stop", requestId: `r${seq}` },
+});
+const steer = (seq: number, text: string): MachineInput => ({
+  type: "inbox",
+  item: { seq, kind: "steer", text, messageId: null },
+  userItem: user(text),
+});
+const finalAnswer = (modelStep: number, text: string): MachineInput => ({
+  type: "model_completed",
+  turnId: "turn-1",
+  modelStep,
+  attempt: 1,
+  result: { kind: "final", items: [{ item: { answer: text }, display: { role: "assistant", text } }], text, usage },
+});
+
+describe("turn control in the state machine", () => {
+  it("cancel: waiting and pending calls end at once, calls in flight are waited for, then the receipt", () => {
+    // tool_a (read) and tool_w (single-attempt, no approval) run; tool_b waits for approval.
+    const started = run(fresh(), message(1, "go"), toolCalls(1, "a", "w", "b"));
+    expect(started.head.turn?.calls.map((c) => c.status)).toEqual(["running", "running", "awaiting_approval"]);
+    const cancelling = runAt(2_000, started.head, cancel(2));
+    const turn = cancelling.head.turn!;
+    expect(turn.phase).toBe("cancelling");
+    expect(turn.calls.map((c) => c.status)).toEqual(["running", "running", "cancelled"]);
+    expect(cancelling.head.pendingInterrupts).toEqual([]);
+    expect(cancelling.events).toContain("turn_cancelling");
+    expect(cancelling.due).toEqual({ steps: [], nextAt: 2_000 + config.cancelGraceMs });
+    expect(isRunnable(cancelling.head)).toBe(true);
+    // The read stops on its signal (an error): cancelled. The write returns: its real outcome.
+    const readStopped = runAt(2_100, cancelling.head, attemptFailed("a", "aborted", 1));
+    expect(readStopped.head.turn?.phase).toBe("cancelling");
+    const done = runAt(2_200, readStopped.head, finished("w", "written"));
+    expect(done.head.turn?.phase).toBe("cancelled");
+    expect(done.head.status).toBe("idle");
+    expect(done.events.slice(-2)).toEqual(["history_appended", "turn_cancelled"]);
+    const receipt = apply(readStopped.head, finished("w", "written"), at(2_200)).events.find(
+      (e) => e.type === "turn_cancelled",
+    );
+    expect(receipt?.type === "turn_cancelled" && receipt.data.calls.map((c) => [c.toolCallId, c.status])).toEqual([
+      ["a", "cancelled"],
+      ["w", "succeeded"],
+      ["b", "cancelled"],
+    ]);
+    expect(done.history.at(-1)?.display.text).toMatch(/^\[previous turn cancelled\]/);
+    // A late result and a late decision change nothing.
+    expect(apply(done.head, finished("a", "late"), at(2_300)).ignored).not.toBeNull();
+  });
+
+  it("cancel: past the grace period a single-attempt call is outcome_unknown and a read is cancelled", () => {
+    const started = run(fresh(), message(1, "go"), toolCalls(1, "a", "w"));
+    const cancelling = runAt(2_000, started.head, cancel(2));
+    const early = apply(cancelling.head, { type: "tick" }, at(2_000 + config.cancelGraceMs - 1));
+    expect(early.changed).toBe(false);
+    const late = apply(cancelling.head, { type: "tick" }, at(2_000 + config.cancelGraceMs));
+    expect(late.head.turn?.phase).toBe("cancelled");
+    expect(late.head.turn?.calls.map((c) => c.status)).toEqual(["cancelled", "outcome_unknown"]);
+    // The tool that ignored its signal returns later: its result is ignored.
+    expect(apply(late.head, finished("w", "written"), at(5_000)).ignored).not.toBeNull();
+  });
+
+  it("cancel: a single-attempt call that states it changed nothing is cancelled; a recovery gives up the others", () => {
+    const started = run(fresh(), message(1, "go"), toolCalls(1, "w", "r"));
+    const cancelling = runAt(2_000, started.head, cancel(2));
+    const stated = runAt(2_010, cancelling.head, {
+      type: "call_cancelled",
+      turnId: "turn-1",
+      toolCallId: "w",
+      attempt: 1,
+      message: "nothing written",
+    });
+    expect(stated.head.turn?.calls.find((c) => c.toolCallId === "w")?.status).toBe("cancelled");
+    // The worker dies; the next one finds the read started: it is not retried, it is cancelled.
+    const recovered = runAt(3_000, stated.head, { type: "recover", fence: 2 });
+    expect(recovered.head.turn?.phase).toBe("cancelled");
+    expect(recovered.head.turn?.calls.find((c) => c.toolCallId === "r")?.status).toBe("cancelled");
+    expect(recovered.due.steps).toEqual([]);
+  });
+
+  it("cancel during a model call: the model's late answer is ignored, the next queued message starts", () => {
+    const running = run(fresh(), message(1, "first"), message(2, "second"));
+    const cancelled = runAt(2_000, running.head, cancel(3));
+    expect(cancelled.head.turn?.turnId).toBe("turn-2");
+    expect(cancelled.events).toEqual(
+      expect.arrayContaining(["step_completed", "history_appended", "turn_cancelled", "turn_started"]),
+    );
+    const t = apply(cancelled.head, finalAnswer(1, "late"), at(2_100));
+    expect(t.ignored).toMatch(/turn-1/);
+  });
+
+  it("a cancel naming an ended or another turn is consumed and skipped", () => {
+    const done = run(fresh(), message(1, "hi"), finalAnswer(1, "hello"));
+    const t = apply(done.head, cancel(2), at(NOW));
+    expect(t.ignored).toBeNull();
+    expect(t.head.inboxCursor).toBe(2);
+    expect(t.events.map((e) => e.type)).toEqual(["cancel_skipped"]);
+    expect(t.head.turn?.phase).toBe("completed");
+  });
+
+  it("steer: joins before the next RunModel after the current calls, once, placed after the last call", () => {
+    const calls = run(fresh(), message(1, "go"), toolCalls(1, "a", "r"));
+    const steered = runAt(NOW, calls.head, steer(2, "and also this"));
+    expect(steered.head.turn?.steered.map((m) => m.text)).toEqual(["and also this"]);
+    expect(steered.history).toEqual([]);
+    const one = runAt(NOW, steered.head, finished("a", "A"));
+    expect(one.history).toEqual([]);
+    const both = runAt(NOW, one.head, finished("r", "R"));
+    expect(both.history.map((h) => h.display.text)).toEqual(["and also this"]);
+    expect(both.events).toContain("message_steered");
+    expect(both.head.turn?.joined).toEqual([
+      { modelStep: 2, historyIndex: calls.head.historyLength, afterToolCallId: "r" },
+    ]);
+    expect(both.head.turn?.steered).toEqual([]);
+  });
+
+  it("steer: a message that had not joined when the turn answered starts the next turn", () => {
+    const running = run(fresh(), message(1, "go"));
+    const steered = runAt(NOW, running.head, steer(2, "one more thing"));
+    const done = runAt(NOW, steered.head, finalAnswer(1, "done"));
+    expect(done.head.turn?.turnId).toBe("turn-2");
+    expect(done.head.turn?.userText).toBe("one more thing");
+    expect(done.history.filter((h) => h.display.text === "one more thing")).toHaveLength(1);
+  });
+
+  it("steer on an idle session starts a turn; during a cancellation it waits for the next turn", () => {
+    const idle = runAt(NOW, fresh(), steer(1, "hello"));
+    expect(idle.head.turn?.userText).toBe("hello");
+    const started = run(fresh(), message(1, "go"), toolCalls(1, "a"));
+    const cancelling = runAt(NOW, started.head, cancel(2));
+    const queued = runAt(NOW, cancelling.head, steer(3, "later"));
+    expect(queued.head.queue.map((m) => m.text)).toEqual(["later"]);
+    expect(queued.events).toEqual(["message_queued"]);
+  });
+});
