@@ -45,6 +45,7 @@ function resume(runState: string) {
     turnStart: 0,
     runState,
     outcomes,
+    joined: [],
     signal: new AbortController().signal,
     emit: () => {},
   });
