@@ -39,6 +39,7 @@ const resume = (runState: string, calls: readonly RequestedToolCall[], history =
     turnStart: 0,
     runState,
     outcomes: outcomesOf(calls),
+    joined: [],
     signal: new AbortController().signal,
     emit: () => {},
   };

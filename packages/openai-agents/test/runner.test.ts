@@ -25,6 +25,7 @@ function input(
     turnStart,
     runState,
     outcomes,
+    joined: [],
     signal: new AbortController().signal,
     emit,
   };
@@ -291,6 +292,8 @@ describe("OpenAIAgentsRunner", () => {
       toolResponses: 0,
       toolResults: [],
       failureNotesSeen: 1,
+      cancelNotesSeen: 0,
+      steered: [],
     });
   });
 
