@@ -59,6 +59,31 @@ describe("the stored run state of version 1", () => {
     });
   }
 
+  for (const kind of ["compact", "plain"] as const) {
+    it(`resumes a ${kind} envelope written by 0.1.0 in a step a steered message joined`, async () => {
+      const saved = fixture[kind];
+      const { runner } = orderAgent();
+      const aside = runner.userItem("message", "and be quick");
+      const history = [...fixture.history, aside];
+      const lastCall = saved.calls.at(-1)!.toolCallId;
+      const final = await runner.runModel({
+        sessionId: "s",
+        turnId: "t",
+        modelStep: 2,
+        history,
+        turnStart: 0,
+        runState: saved.runState,
+        outcomes: outcomesOf(saved.calls),
+        joined: [{ item: aside, historyIndex: history.length - 1, modelStep: 2, afterToolCallId: lastCall }],
+        signal: new AbortController().signal,
+        emit: () => {},
+      });
+      if (final.kind !== "final") throw new Error("expected a final answer");
+      expect(final.text).toBe("Results: look_up -> order 1 is shipped (also: and be quick)");
+      expect(final.items.map((item) => item.display.role)).toEqual(["assistant", "tool", "assistant"]);
+    });
+  }
+
   it("refuses an envelope of a newer version with a typed error, not a crash", async () => {
     for (const kind of ["compact", "plain"] as const) {
       const newer = JSON.stringify({ ...JSON.parse(fixture[kind].runState), v: 2 });
