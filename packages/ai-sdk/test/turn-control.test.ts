@@ -122,7 +122,8 @@ function setup(model: MockLanguageModelV4 = new ScriptedLanguageModel()) {
       blunt_write: { effect: "non_idempotent_write", needsApproval: false },
       step: { effect: "read" },
     },
-    modelRetry: { maxAttempts: 20, initialDelayMs: 5, maxDelayMs: 20 },
+    // Many quick attempts: a first step refused until a steered message joins is retried until it does.
+    modelRetry: { maxAttempts: 100, initialDelayMs: 5, maxDelayMs: 50 },
     toolBackoff: { initialDelayMs: 5, maxDelayMs: 20 },
     cancelGraceMs: 5_000,
   });

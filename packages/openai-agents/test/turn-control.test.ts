@@ -187,7 +187,8 @@ function setup(model: ScriptedModel = new RecordingModel(), runnerOptions: OpenA
       careful_write: { effect: "non_idempotent_write", needsApproval: false },
       blunt_write: { effect: "non_idempotent_write", needsApproval: false },
     },
-    modelRetry: { maxAttempts: 20, initialDelayMs: 5, maxDelayMs: 20 },
+    // Many quick attempts: a first step refused until a steered message joins is retried until it does.
+    modelRetry: { maxAttempts: 100, initialDelayMs: 5, maxDelayMs: 50 },
     toolBackoff: { initialDelayMs: 5, maxDelayMs: 20 },
     cancelGraceMs: 5_000,
   });
