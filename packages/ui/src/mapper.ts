@@ -49,6 +49,11 @@ interface TurnState {
   stepOpen: boolean;
   /** A RunModel attempt started and did not end: a second start means the first one was interrupted. */
   modelRunning: boolean;
+  /** The text and reasoning streamed in the open AI SDK step (since its `start-step` or `reset-step`). */
+  stepText: string;
+  stepReasoning: string;
+  /** The timeline entry of the latest RunModel step. */
+  lastModel: MutableStep | null;
   /** RunModel steps completed: the next one is RunModel step `modelSteps + 1`. */
   modelSteps: number;
   resumes: number;
@@ -132,6 +137,9 @@ export class SessionEventMapper {
       reasoningId: null,
       stepOpen: false,
       modelRunning: false,
+      stepText: "",
+      stepReasoning: "",
+      lastModel: null,
       modelSteps: 0,
       resumes: 0,
       steps: new Map(),
@@ -181,6 +189,8 @@ export class SessionEventMapper {
         ];
       case "turn_completed":
         return this.#endTurn(turn, "stop", {
+          answer: event.data.text,
+          seq: event.seq,
           status: "completed",
           endedAt: event.at,
           usage: event.data.usage,
@@ -218,6 +228,8 @@ export class SessionEventMapper {
   #openStep(turn: TurnState): DurableUIChunk[] {
     if (turn.stepOpen) return [];
     turn.stepOpen = true;
+    turn.stepText = "";
+    turn.stepReasoning = "";
     return [{ type: "start-step" }];
   }
 
@@ -278,16 +290,21 @@ export class SessionEventMapper {
         if (turn.stepOpen) chunks.push({ type: "finish-step" });
         chunks.push({ type: "start-step" });
         turn.stepOpen = true;
+        turn.stepText = "";
+        turn.stepReasoning = "";
       } else if (turn.modelRunning) {
         // The same step started again while its attempt had not ended: that attempt was
         // interrupted (its worker stopped). What it streamed is not the answer: drop it.
         chunks.push({ type: "reset-step" });
         turn.textId = null;
         turn.reasoningId = null;
+        turn.stepText = "";
+        turn.stepReasoning = "";
       } else {
         chunks.push(...this.#openStep(turn));
       }
       turn.modelRunning = true;
+      turn.lastModel = entry;
     }
     entry.status = "running";
     entry.attempts = attempt;
@@ -309,6 +326,8 @@ export class SessionEventMapper {
         if (turn.textId !== null || turn.reasoningId !== null || turn.stepOpen) chunks.push({ type: "reset-step" });
         turn.textId = null;
         turn.reasoningId = null;
+        turn.stepText = "";
+        turn.stepReasoning = "";
       } else {
         chunks.push(...this.#closeParts(turn));
         turn.modelSteps += 1;
@@ -336,6 +355,7 @@ export class SessionEventMapper {
         chunks.push({ type: "text-start", id: turn.textId });
       }
       chunks.push({ type: "text-delta", id: turn.textId, delta: text });
+      turn.stepText += text;
     } else {
       if (turn.textId !== null) {
         chunks.push({ type: "text-end", id: turn.textId });
@@ -346,6 +366,7 @@ export class SessionEventMapper {
         chunks.push({ type: "reasoning-start", id: turn.reasoningId });
       }
       chunks.push({ type: "reasoning-delta", id: turn.reasoningId, delta: text });
+      turn.stepReasoning += text;
     }
     return chunks;
   }
@@ -482,13 +503,34 @@ export class SessionEventMapper {
   #endTurn(
     turn: TurnState,
     finishReason: "stop" | "error" | "other",
-    metadata: DurableMessageMetadata,
+    metadata: DurableMessageMetadata & { answer?: string; seq?: number },
   ): DurableUIChunk[] {
+    const { answer, seq, ...meta } = metadata;
     const chunks = this.#closeParts(turn);
+    if (answer !== undefined && turn.stepOpen && turn.stepText !== answer) {
+      // The recorded answer is not what streamed: a model attempt was interrupted without an event
+      // that says so (a worker stopped during the step; core starts the step again silently) and
+      // its text stayed in front of the new attempt's. The recorded answer wins.
+      chunks.push({ type: "reset-step" });
+      if (turn.lastModel) chunks.push(stepChunk(turn.lastModel));
+      if (turn.stepReasoning !== "") {
+        // What reasoning streamed is kept (core records none to compare it with).
+        const id = `reasoning-${seq ?? this.#lastSeq}-answer`;
+        chunks.push(
+          { type: "reasoning-start", id },
+          { type: "reasoning-delta", id, delta: turn.stepReasoning },
+          { type: "reasoning-end", id },
+        );
+      }
+      if (answer !== "") {
+        const id = `text-${seq ?? this.#lastSeq}-answer`;
+        chunks.push({ type: "text-start", id }, { type: "text-delta", id, delta: answer }, { type: "text-end", id });
+      }
+    }
     if (turn.stepOpen) chunks.push({ type: "finish-step" });
     turn.stepOpen = false;
     this.#turn = null;
-    chunks.push({ type: "finish", finishReason, messageMetadata: metadata });
+    chunks.push({ type: "finish", finishReason, messageMetadata: meta });
     return chunks;
   }
 }

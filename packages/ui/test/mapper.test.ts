@@ -585,6 +585,43 @@ describe("the event → UI chunk mapping", () => {
     expect(message.metadata).toMatchObject({ status: "cancelled", cancellation: { reason: "stop", requestId: "r1" } });
   });
 
+  it("replaces what streamed with the recorded answer when they differ (a model attempt restarted silently after a worker stopped)", async () => {
+    // Core starts a RunModel step again after a recovery without an event: the new attempt's text
+    // follows the interrupted one's in the same part. The answer recorded at the end wins.
+    const { events, add } = eventLog();
+    add({ type: "turn_started", data: { turnId: "turn-1", text: "hi" } });
+    add({ type: "step_started", data: { turnId: "turn-1", step: "RunModel", attempt: 1 } });
+    add({ type: "reasoning_delta", data: { turnId: "turn-1", text: "greet" } });
+    add({ type: "text_delta", data: { turnId: "turn-1", text: "I can " } });
+    add({ type: "text_delta", data: { turnId: "turn-1", text: "I can help." } });
+    add({ type: "step_completed", data: { turnId: "turn-1", step: "RunModel", status: "completed" } });
+    add({ type: "history_appended", data: { items: [{ role: "assistant", text: "I can help." }] } });
+    const usage = { modelCalls: 1, inputTokens: 1, outputTokens: 1, totalTokens: 2 };
+    add({ type: "turn_completed", data: { turnId: "turn-1", text: "I can help.", usage } });
+    const mapped = mapAll(events);
+    expect(mapped.at(-1)).toEqual({
+      seq: 8,
+      type: "turn_completed",
+      chunks: [
+        "reset-step",
+        "data-step turn-1/model-1 RunModel completed attempt=1 40ms",
+        "reasoning-start reasoning-8-answer",
+        'reasoning-delta reasoning-8-answer "greet"',
+        "reasoning-end reasoning-8-answer",
+        "text-start text-8-answer",
+        'text-delta text-8-answer "I can help."',
+        "text-end text-8-answer",
+        "finish-step",
+        `finish stop ${JSON.stringify({ status: "completed", endedAt: at(8), usage })}`,
+      ],
+    });
+    const mapper = new SessionEventMapper({ sessionId: "s1" });
+    const message = await assemble(events.flatMap((event) => mapper.map(event)));
+    expect(message.parts.filter((p) => p.type === "text").map((p) => p.text)).toEqual(["I can help."]);
+    expect(message.parts.filter((p) => p.type === "reasoning").map((p) => p.text)).toEqual(["greet"]);
+    expect(message.parts.filter((p) => p.type === "data-step")).toHaveLength(1);
+  });
+
   it("tells where a stream that starts inside a turn begins: the message's start, and the approvals still pending", () => {
     const events = cancelledTurn();
     const mapper = new SessionEventMapper({ sessionId: "s1" });
