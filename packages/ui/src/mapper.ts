@@ -497,7 +497,17 @@ export class SessionEventMapper {
       detail: event.data.calls.map((call) => `${call.toolCallId}: ${call.status}`).join(", "),
     };
     turn.steps.set(entry.id, entry);
-    return [stepChunk(entry)];
+    const chunks: DurableUIChunk[] = [];
+    // A model call a dead worker left in flight starts again: what it streamed is void.
+    if (event.data.modelStep !== undefined) {
+      if (turn.textId !== null || turn.reasoningId !== null || turn.stepOpen) chunks.push({ type: "reset-step" });
+      turn.textId = null;
+      turn.reasoningId = null;
+      turn.stepText = "";
+      turn.stepReasoning = "";
+    }
+    chunks.push(stepChunk(entry));
+    return chunks;
   }
 
   #endTurn(

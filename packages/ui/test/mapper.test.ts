@@ -488,6 +488,23 @@ describe("the event → UI chunk mapping", () => {
     expect(message.metadata).toMatchObject({ status: "failed", error: "the model failed 3 times" });
   });
 
+  it("drops what a model call streamed when a recovery says a dead worker left it in flight (core names the model step)", async () => {
+    const { events, add } = eventLog();
+    add({ type: "turn_started", data: { turnId: "turn-1", text: "hi" } });
+    add({ type: "step_started", data: { turnId: "turn-1", step: "RunModel", attempt: 1 } });
+    add({ type: "text_delta", data: { turnId: "turn-1", text: "I can " } });
+    add({ type: "session_recovered", data: { fence: 2, calls: [], modelStep: 1 } });
+    add({ type: "text_delta", data: { turnId: "turn-1", text: "I can help." } });
+    const mapped = mapAll(events);
+    expect(mapped[3]?.chunks[0]).toBe("reset-step");
+    expect(mapped[4]?.chunks[0]).toMatch(/^text-start /);
+    const mapper = new SessionEventMapper({ sessionId: "s1", callFacts: facts });
+    const message = await assemble(events.flatMap((event) => mapper.map(event)));
+    expect(message.parts.filter((p) => p.type === "text").map((p) => (p as { text: string }).text)).toEqual([
+      "I can help.",
+    ]);
+  });
+
   it("maps a rejection with its message, a cancellation while waiting for approval, and ignores events after the turn ended", async () => {
     const events = cancelledTurn();
     // No call facts here: the effect is unknown (null).
