@@ -714,7 +714,12 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
     for (const tracker of trackers.values()) for (const waiter of tracker.waiters.splice(0)) waiter.resolve();
     await sessionsDone;
     await chaosDone;
-    await Promise.all(background);
+    // Background work may add more (a cancellation's second send): wait until none is left.
+    for (let awaited = 0; awaited < background.length; ) {
+      const batch = background.slice(awaited);
+      awaited = background.length;
+      await Promise.all(batch);
+    }
     await pumping;
     await fleet.stop();
     for (const life of fleet.unexpectedExits) {
