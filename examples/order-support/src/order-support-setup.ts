@@ -10,6 +10,7 @@ import { createAiSdkOrderSupportSession } from "./ai-sdk-order-support-session.j
 import type { OrderDesk } from "./order-desk.js";
 import type { OrderSupportFramework } from "./order-support-framework.js";
 import { orderSupportModelFromEnv } from "./order-support-model.js";
+import type { OrderSupportSessionContext } from "./order-support-runtime.js";
 import { createOrderSupportSession } from "./order-support-session.js";
 import { lookUpDelayFromEnv } from "./slow-look-up.js";
 
@@ -21,7 +22,7 @@ export interface OrderSupportSetup {
   /** How long each look-up waits before the desk answers, in ms (0: at once). */
   readonly lookUpDelayMs: number;
   /** Builds the session definition over a desk (what `startOrderSupportRuntime` takes as `session`). */
-  createSession(desk: OrderDesk): SessionDefinition;
+  createSession(desk: OrderDesk, context?: OrderSupportSessionContext): SessionDefinition;
 }
 
 export interface OrderSupportDemoSpeed {
@@ -35,7 +36,8 @@ export function orderSupportSetupFromEnv(
   demoOptions: OrderSupportDemoSpeed = {},
 ): OrderSupportSetup {
   const lookUpDelayMs = lookUpDelayFromEnv(env);
-  const tools = { lookUpDelayMs };
+  const tools = (context: OrderSupportSessionContext | undefined) =>
+    context === undefined ? { lookUpDelayMs } : { lookUpDelayMs, stopping: context.stopping };
   if (framework === "ai-sdk") {
     const choice = aiSdkOrderSupportModelFromEnv(env, demoOptions);
     return {
@@ -43,7 +45,7 @@ export function orderSupportSetupFromEnv(
       modelDescription: choice.description,
       isDemo: choice.isDemo,
       lookUpDelayMs,
-      createSession: (desk) => createAiSdkOrderSupportSession(desk, choice.model, tools),
+      createSession: (desk, context) => createAiSdkOrderSupportSession(desk, choice.model, tools(context)),
     };
   }
   const choice = orderSupportModelFromEnv(env, demoOptions);
@@ -52,6 +54,6 @@ export function orderSupportSetupFromEnv(
     modelDescription: choice.description,
     isDemo: choice.isDemo,
     lookUpDelayMs,
-    createSession: (desk) => createOrderSupportSession(desk, choice.model, tools),
+    createSession: (desk, context) => createOrderSupportSession(desk, choice.model, tools(context)),
   };
 }

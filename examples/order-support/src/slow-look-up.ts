@@ -7,6 +7,10 @@
  *
  * This keeps a turn in flight for as long as a person (pressing Ctrl-C in the demo) or a test
  * (cancelling or steering over HTTP) needs. With 0 (the default) a look-up answers at once.
+ *
+ * The wait also ends when the process stops (`stopping`, aborted by `OrderSupportRuntime.stop()`):
+ * the attempt fails, changing nothing, and the next worker runs the look-up again. The worker's stop
+ * waits for the steps in flight, so a look-up that went on waiting would hold the process up.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { ConfigurationError, currentToolCall, ToolCancelledError } from "@durable-agents/core";
@@ -15,6 +19,8 @@ import type { OrderDesk } from "./order-desk.js";
 export interface OrderSupportToolOptions {
   /** How long a look-up waits before the desk answers, in ms. Default 0. */
   readonly lookUpDelayMs?: number;
+  /** Aborted when the process stops: a look-up still waiting stops too. */
+  readonly stopping?: AbortSignal;
 }
 
 /** The longest wait a Node timer can hold (about 24.8 days); a longer one would fire at once. */
@@ -24,15 +30,21 @@ const maxDelayMs = 2_147_483_647;
 export async function lookUpOrder(desk: OrderDesk, orderId: string, options: OrderSupportToolOptions): Promise<string> {
   const delayMs = options.lookUpDelayMs ?? 0;
   const signal = currentToolCall()?.signal;
+  const signals = [signal, options.stopping].filter((s): s is AbortSignal => s !== undefined);
+  const check = () => {
+    const aborted = signals.find((s) => s.aborted);
+    if (aborted) throw stopped(orderId, aborted);
+  };
+  check();
   if (delayMs > 0) {
     try {
-      await sleep(delayMs, undefined, signal ? { signal } : {});
+      await sleep(delayMs, undefined, signals.length > 0 ? { signal: AbortSignal.any(signals) } : {});
     } catch (error) {
-      if (signal?.aborted) throw stopped(orderId, signal);
+      check();
       throw error;
     }
   }
-  if (signal?.aborted) throw stopped(orderId, signal);
+  check();
   return desk.describeOrder(orderId);
 }
 

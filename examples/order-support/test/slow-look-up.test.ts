@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ConfigurationError, ToolCancelledError } from "@durable-agents/core";
 import { runInToolCall } from "@durable-agents/core/engine";
+import { MemoryStore } from "@durable-agents/store-memory";
+import { OrderSupportDemoModel } from "../src/demo-model.js";
 import { OrderDesk } from "../src/order-desk.js";
+import { startOrderSupportRuntime } from "../src/order-support-runtime.js";
+import { createOrderSupportSession, orderSupportAgentName } from "../src/order-support-session.js";
 import { lookUpDelayFromEnv, lookUpOrder } from "../src/slow-look-up.js";
 
 const call = (signal: AbortSignal) => ({
@@ -50,3 +54,49 @@ describe("the slow look-up", () => {
     }
   });
 });
+
+describe("a runtime with slow look-ups", () => {
+  it("stops at once with a look-up in flight; the next worker runs the look-up again", async () => {
+    const store = new MemoryStore();
+    const desk = new OrderDesk();
+    const slow = startOrderSupportRuntime({
+      store,
+      desk,
+      session: (d, { stopping }) =>
+        createOrderSupportSession(d, new OrderSupportDemoModel({ chunkDelayMs: 0 }), {
+          lookUpDelayMs: 600_000,
+          stopping,
+        }),
+    });
+    const { sessionId } = await slow.client.startSession({
+      agent: orderSupportAgentName,
+      message: "look up order 1001",
+    });
+    await waitUntil(async () => (await slow.client.snapshot(sessionId)).turn?.calls[0]?.status === "running");
+    // Without the stop signal, this would wait for the ten-minute look-up.
+    await slow.stop();
+    const stopped = await slow.client.snapshot(sessionId);
+    expect(stopped.status).toBe("running");
+    expect(stopped.turn?.calls[0]).toMatchObject({ name: "look_up_order", status: "pending", attempts: 1 });
+    expect(stopped.turn?.calls[0]?.lastError).toContain("the process is stopping");
+
+    const next = startOrderSupportRuntime({ store, desk, model: new OrderSupportDemoModel({ chunkDelayMs: 0 }) });
+    try {
+      await waitUntil(async () => (await next.client.snapshot(sessionId)).status === "idle");
+      const done = await next.client.snapshot(sessionId);
+      expect(done.turn?.calls[0]).toMatchObject({ status: "succeeded", attempts: 2 });
+      expect(done.messages.at(-1)?.text).toBe(`I looked up order 1001: ${desk.describeOrder("1001")}`);
+    } finally {
+      await next.stop();
+      await store.close();
+    }
+  });
+});
+
+async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("the condition did not hold in time");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
