@@ -53,6 +53,7 @@ export {
   startOrderSupportRuntime,
   type OrderSupportRuntime,
   type OrderSupportRuntimeOptions,
+  type OrderSupportSessionContext,
 } from "./order-support-runtime.js";
 export { createOrderSupportServer, type OrderSupportServerOptions } from "./create-order-support-server.js";
 export { SessionTokens, type TokenCheck } from "./session-tokens.js";
