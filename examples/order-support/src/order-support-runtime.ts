@@ -88,8 +88,8 @@ export function startOrderSupportRuntime(options: OrderSupportRuntimeOptions): O
     worker,
     stop() {
       stopped ??= (async () => {
-        // Core's Worker.stop() waits for the steps in flight (and, past its poll interval, spins while
-        // one is still running): a waiting look-up is stopped first.
+        // Core's Worker.stop() waits for the steps in flight: a look-up still waiting (up to its whole
+        // delay) is stopped first.
         stopping.abort(new Error("the process is stopping"));
         await worker.stop();
         if (ownStore) await store.close();

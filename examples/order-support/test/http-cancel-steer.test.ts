@@ -164,57 +164,58 @@ describe("POST /sessions/:id/cancel", () => {
 });
 
 describe("POST /sessions/:id/steer", () => {
-  // The AI SDK agent: its runner gives the model the messages steered into a turn. (The Agents SDK
-  // runner does not yet, once the turn has a saved run state; see the README's limits.)
-  it("joins a turn waiting for approval: message_steered before the next model step, and the answer serves it", async () => {
-    const h = await start({ framework: "ai-sdk" });
-    const { id, token } = await h.startSession("cancel order 1002");
-    const waiting = await h.waitFor(id, token, (s) => s.status === "awaiting_approval");
+  it.each(["openai-agents", "ai-sdk"] as const)(
+    "joins a turn waiting for approval: message_steered before the next model step, and the answer serves it (%s)",
+    async (framework) => {
+      const h = await start({ framework });
+      const { id, token } = await h.startSession("cancel order 1002");
+      const waiting = await h.waitFor(id, token, (s) => s.status === "awaiting_approval");
 
-    const steer = () =>
-      h.request("POST", `/sessions/${id}/steer`, {
-        token,
-        body: { text: "also look up order 1001", message_id: "steer-1" },
-      });
-    const accepted = await steer();
-    expect(accepted.status).toBe(202);
-    const first = (await accepted.json()) as { seq: number };
-    expect(first).toEqual({ accepted: true, seq: expect.any(Number), duplicate: false });
-    expect(await (await steer()).json()).toEqual({ accepted: true, seq: first.seq, duplicate: true });
+      const steer = () =>
+        h.request("POST", `/sessions/${id}/steer`, {
+          token,
+          body: { text: "also look up order 1001", message_id: "steer-1" },
+        });
+      const accepted = await steer();
+      expect(accepted.status).toBe(202);
+      const first = (await accepted.json()) as { seq: number };
+      expect(first).toEqual({ accepted: true, seq: expect.any(Number), duplicate: false });
+      expect(await (await steer()).json()).toEqual({ accepted: true, seq: first.seq, duplicate: true });
 
-    const events = await EventReader.open(h, id, token);
-    const approved = await h.request(
-      "POST",
-      `/sessions/${id}/interrupts/${waiting.pendingInterrupts[0]!.interruptId}/approve`,
-      { token },
-    );
-    expect(approved.status).toBe(202);
-    const steered = await events.until("message_steered");
-    expect(steered.data).toEqual({ turnId: "turn-1", text: "also look up order 1001", modelStep: 2 });
-    const completed = await events.until("turn_completed");
-    events.close();
+      const events = await EventReader.open(h, id, token);
+      const approved = await h.request(
+        "POST",
+        `/sessions/${id}/interrupts/${waiting.pendingInterrupts[0]!.interruptId}/approve`,
+        { token },
+      );
+      expect(approved.status).toBe(202);
+      const steered = await events.until("message_steered");
+      expect(steered.data).toEqual({ turnId: "turn-1", text: "also look up order 1001", modelStep: 2 });
+      const completed = await events.until("turn_completed");
+      events.close();
 
-    // The steered message asked for a look-up: the model asked for it next, and answered both.
-    const lookUps = events.seen.filter(
-      (e): e is EventOf<"tool_calls_requested"> =>
-        e.type === "tool_calls_requested" && e.data.calls.some((call) => call.name === "look_up_order"),
-    );
-    expect(lookUps).toHaveLength(1);
-    expect(JSON.parse(lookUps[0]!.data.calls[0]!.arguments)).toEqual({ order_id: "1001" });
-    expect(events.seen.indexOf(lookUps[0]!)).toBeGreaterThan(events.seen.indexOf(steered));
-    expect(completed.data.text).toBe(
-      "I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).\n" +
-        "I looked up order 1001: Order 1001 for Ada: 1 x mechanical keyboard (KB-87), 2 x USB-C cable (CB-02). Status: shipped.",
-    );
-    const done = await h.waitFor(id, token, idleWithAnswer);
-    // One turn: the steered message joined it instead of starting another.
-    expect(done.turnCount).toBe(1);
-    expect(done.messages.filter((m) => m.role === "user").map((m) => m.text)).toEqual([
-      "cancel order 1002",
-      "also look up order 1001",
-    ]);
-    expect(h.runtime.desk.cancellations()).toEqual([{ orderId: "1002", reason: "requested by the customer" }]);
-  });
+      // The steered message asked for a look-up: the model asked for it next, and answered both.
+      const lookUps = events.seen.filter(
+        (e): e is EventOf<"tool_calls_requested"> =>
+          e.type === "tool_calls_requested" && e.data.calls.some((call) => call.name === "look_up_order"),
+      );
+      expect(lookUps).toHaveLength(1);
+      expect(JSON.parse(lookUps[0]!.data.calls[0]!.arguments)).toEqual({ order_id: "1001" });
+      expect(events.seen.indexOf(lookUps[0]!)).toBeGreaterThan(events.seen.indexOf(steered));
+      expect(completed.data.text).toBe(
+        "I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).\n" +
+          "I looked up order 1001: Order 1001 for Ada: 1 x mechanical keyboard (KB-87), 2 x USB-C cable (CB-02). Status: shipped.",
+      );
+      const done = await h.waitFor(id, token, idleWithAnswer);
+      // One turn: the steered message joined it instead of starting another.
+      expect(done.turnCount).toBe(1);
+      expect(done.messages.filter((m) => m.role === "user").map((m) => m.text)).toEqual([
+        "cancel order 1002",
+        "also look up order 1001",
+      ]);
+      expect(h.runtime.desk.cancellations()).toEqual([{ orderId: "1002", reason: "requested by the customer" }]);
+    },
+  );
 
   it.each(["openai-agents", "ai-sdk"] as const)(
     "starts a turn on an idle session, as a message does (%s)",
