@@ -127,12 +127,15 @@ export function createOrderSupportServer(options: OrderSupportServerOptions): Ho
   // `request_id`, asking again answers the first cancellation (`duplicate: true`), even once the turn ended.
   app.post("/sessions/:id/cancel", async (c) => {
     const body = await readJsonObject(c, { allowEmpty: true });
-    refuseCamelCase(body, { requestId: "request_id" });
+    refuseCamelCase(body, { requestId: "request_id", turnId: "turn_id" });
     const reason = optionalText(body, "reason", maxTextChars);
     const requestId = optionalText(body, "request_id", 200);
+    // The turn the caller saw running: if it ended meanwhile, nothing else is cancelled (409).
+    const turnId = optionalText(body, "turn_id", 200);
     const result = await client.cancelTurn(c.var.sessionId, {
       ...(reason === undefined ? {} : { reason }),
       ...(requestId === undefined ? {} : { requestId }),
+      ...(turnId === undefined ? {} : { turnId }),
     });
     return c.json({ accepted: true, seq: result.seq, duplicate: result.duplicate, turn_id: result.turnId }, 202);
   });

@@ -19,7 +19,7 @@ export interface OrderSupportClient {
   /** Cancels the running turn (or the one an accepted message is about to start); `session_state` when none runs. */
   cancelTurn(
     sessionId: string,
-    options?: { reason?: string; requestId?: string },
+    options?: { reason?: string; requestId?: string; turnId?: string },
   ): Promise<{ seq: number; duplicate: boolean; turnId: string }>;
   /** A message for the running turn (it joins before the turn's next model step), or a new turn's on an idle session. */
   steer(

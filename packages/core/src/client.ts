@@ -105,15 +105,21 @@ export class SessionClient {
    * Cancels the running turn (or the turn an accepted message is about to start). The cancellation
    * is stored in the session's inbox and applied by the worker; this answers at once. With a
    * `requestId`, asking again is accepted once (`duplicate: true` after that, even once the turn
-   * ended). Throws `SessionStateError` when no turn runs or is about to start; nothing is written then.
+   * ended). With a `turnId`, only that turn is cancelled: a caller that saw a turn running does not
+   * cancel the next one when the one it saw ended meanwhile. Throws `SessionStateError` when no turn
+   * runs or is about to start, or it is not `turnId`; nothing is written then.
    */
-  async cancelTurn(sessionId: string, options: { reason?: string; requestId?: string } = {}): Promise<CancelResult> {
+  async cancelTurn(
+    sessionId: string,
+    options: { reason?: string; requestId?: string; turnId?: string } = {},
+  ): Promise<CancelResult> {
     checkSessionId(sessionId);
     if (typeof options !== "object" || options === null)
       throw new InvalidInputError("cancelTurn's options are an object");
     const reason = options.reason ?? null;
     if (reason !== null) this.checkText("cancellation reason", reason);
     const requestId = checkMessageId(options.requestId, "request ID");
+    const wanted = options.turnId === undefined ? null : checkMessageId(options.turnId, "turn ID");
     const stored = await this.load(sessionId);
     const inbox = await this.store.readInbox(sessionId, 0);
     if (requestId !== null) {
@@ -128,6 +134,11 @@ export class SessionClient {
       turnId = `turn-${head.turnCount + 1}`;
     }
     if (turnId === null) throw new SessionStateError(`session "${sessionId}" has no running turn to cancel`);
+    if (wanted !== null && wanted !== turnId) {
+      throw new SessionStateError(
+        `turn "${wanted}" of session "${sessionId}" is not running (the running turn is ${turnId})`,
+      );
+    }
     const result = await this.store.enqueue(
       sessionId,
       { kind: "cancel", turnId, reason, requestId },

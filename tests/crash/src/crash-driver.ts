@@ -316,7 +316,8 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
     planned: PlannedCancel,
   ): Promise<{ seq: number; turnId: string } | null> {
     const { sessionId } = tracker.plan;
-    const request = { reason: `crash driver, ${planned.when}`, requestId: planned.requestId };
+    // The turn is named: a cancellation meant for a turn that ended meanwhile never cancels the next one.
+    const request = { reason: `crash driver, ${planned.when}`, requestId: planned.requestId, turnId: `turn-${number}` };
     let accepted: { seq: number; turnId: string };
     try {
       accepted = await retrying(`cancel ${planned.requestId}`, async (attempt) => {
@@ -345,11 +346,8 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
     acceptedCancels.push({ sessionId, requestId: planned.requestId, seq: accepted.seq, turnId: accepted.turnId });
     if (accepted.turnId !== `turn-${number}`) {
       counts.cancelsNamingAnotherTurn += 1;
-      // A turn waiting for a decision cannot have ended: the cancellation must name it.
-      if (planned.when === "approval")
-        violations.push(
-          `${sessionId}: the cancellation of turn-${number} (waiting for approval) named ${accepted.turnId}`,
-        );
+      // The request names its turn: an accepted cancellation is for that turn, never a later one.
+      violations.push(`${sessionId}: the cancellation of turn-${number} named ${accepted.turnId}`);
     }
     if (planned.duplicate !== "none") {
       background.push(

@@ -861,6 +861,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
         () => client.cancelTurn(sessionId, { reason: "x".repeat(40_000) }),
         InputTooLargeError.isInstance,
       );
+      await assert.rejects(() => client.cancelTurn(sessionId, { turnId: "turn 1" }), InvalidInputError.isInstance);
       await assert.rejects(() => client.steer(sessionId, "   "), InvalidInputError.isInstance);
       await assert.rejects(() => client.steer("no-such-session", "hi"), SessionNotFoundError.isInstance);
     });
@@ -869,7 +870,9 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       const env = await setup(box, 0);
       const text = `hang model\n(stopped before it started, ${nonce()})`;
       const { sessionId } = await env.client.startSession({ agent: "conformance", message: text });
-      const accepted = await env.client.cancelTurn(sessionId);
+      // A caller naming the turn it saw end does not cancel the next one.
+      await assert.rejects(() => env.client.cancelTurn(sessionId, { turnId: "turn-0" }), SessionStateError.isInstance);
+      const accepted = await env.client.cancelTurn(sessionId, { turnId: "turn-1" });
       assert.equal(accepted.turnId, "turn-1");
       env.startWorker();
       const receipt = await receiptOf(env, sessionId, "turn-1");

@@ -249,7 +249,7 @@ export class DurableChatTransport implements ChatTransport<DurableUIMessage> {
       if (guard.finished || this.#closed || !this.#cancelOnAbort) return;
       guard.finish();
       const requestId = `stop-${guard.turnId ?? messageId ?? "chat"}`.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 200);
-      this.cancelTurn({ requestId }).catch(() => {
+      this.cancelTurn({ requestId, ...(guard.turnId ? { turnId: guard.turnId } : {}) }).catch(() => {
         // The stop happened on this side all the same; the page learns the turn's end from the session.
       });
     };
@@ -258,12 +258,16 @@ export class DurableChatTransport implements ChatTransport<DurableUIMessage> {
     return guard;
   }
 
-  /** Asks the server to cancel the running turn (or the one about to start). False when none was running. */
-  async cancelTurn(options: { reason?: string; requestId?: string } = {}): Promise<boolean> {
+  /**
+   * Asks the server to cancel the running turn (or the one about to start); with `turnId`, only that
+   * turn. False when it was not running.
+   */
+  async cancelTurn(options: { reason?: string; requestId?: string; turnId?: string } = {}): Promise<boolean> {
     try {
       await this.#request("POST", "/cancel", {
         reason: options.reason ?? this.#cancelReason,
         ...(options.requestId === undefined ? {} : { request_id: options.requestId }),
+        ...(options.turnId === undefined ? {} : { turn_id: options.turnId }),
       });
       return true;
     } catch (error) {

@@ -20,7 +20,7 @@ export interface UISessionClient {
   /** Without it, the cancel route answers 501. */
   cancelTurn?(
     sessionId: string,
-    options?: { reason?: string; requestId?: string },
+    options?: { reason?: string; requestId?: string; turnId?: string },
   ): Promise<{ seq: number; duplicate: boolean; turnId: string }>;
 }
 

@@ -181,9 +181,12 @@ export function createSessionUIHandlers(options: SessionUIHandlersOptions): Sess
     const body = await readJsonObject(request, true);
     const reason = text(body, "reason", false);
     const requestId = text(body, "request_id", false, 200);
+    // The turn the page saw running: if it ended meanwhile, nothing else is cancelled.
+    const turnId = text(body, "turn_id", false, 200);
     const result = await client.cancelTurn(sessionId, {
       ...(reason === undefined ? {} : { reason }),
       ...(requestId === undefined ? {} : { requestId }),
+      ...(turnId === undefined ? {} : { turnId }),
     });
     return json(202, { accepted: true, seq: result.seq, duplicate: result.duplicate, turn_id: result.turnId });
   });
