@@ -1,0 +1,98 @@
+/** The crash tests' endpoint process (a real `node` child) and its executions file. */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export interface Execution {
+  readonly kind: "tool" | "model";
+  readonly tool?: string;
+  readonly key?: string;
+  readonly attempt?: number;
+  readonly event: "start" | "end";
+  readonly pid: number;
+  readonly at: number;
+}
+
+const script = fileURLToPath(new URL("./crash-endpoint.mjs", import.meta.url));
+
+export function readExecutions(file: string): Execution[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as Execution);
+}
+
+export async function waitUntil(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+export interface EndpointProcessOptions {
+  readonly port: number;
+  readonly ingressUrl: string;
+  readonly prefix: string;
+  readonly executions: string;
+  readonly holdMs?: number;
+}
+
+export class EndpointProcess {
+  private child: ChildProcess | null = null;
+  readonly url: string;
+  readonly executions: string;
+
+  constructor(private readonly options: EndpointProcessOptions) {
+    this.url = `http://127.0.0.1:${options.port}`;
+    this.executions = options.executions;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Starts the process and waits until it listens. */
+  async start(): Promise<void> {
+    const child = spawn(process.execPath, [script], {
+      env: {
+        ...process.env,
+        PORT: String(this.options.port),
+        INGRESS_URL: this.options.ingressUrl,
+        PREFIX: this.options.prefix,
+        EXECUTIONS: this.options.executions,
+        HOLD_MS: String(this.options.holdMs ?? 600),
+      },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    this.child = child;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("the endpoint process did not start in time")), 30_000);
+      child.stdout!.on("data", (chunk: Buffer) => {
+        if (chunk.toString().includes("ready")) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once("exit", (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`the endpoint process exited (${code ?? signal}) before it listened`));
+      });
+    });
+  }
+
+  /** SIGKILL, and waits until the process is gone. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    this.child = null;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGKILL");
+    await gone;
+  }
+
+  async stop(): Promise<void> {
+    await this.kill();
+  }
+}
