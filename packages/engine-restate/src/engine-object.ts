@@ -61,7 +61,16 @@ export interface EngineObjectOptions {
   readonly transitionsPerDrive?: number;
   /** Called when a drive attempt ends, however it ended (tests count drives). */
   readonly onDriveEnd?: () => void;
+  /** Restate's timeouts and retry policy for the drives (see `RestateSessionsOptions.engineOptions`). */
+  readonly serviceOptions?: EngineServiceOptions;
 }
+
+/**
+ * Restate's settings for the engine object. A step that runs longer than `inactivityTimeout` plus
+ * `abortTimeout` (1 + 10 minutes by default) has its attempt aborted by Restate and is then treated
+ * as interrupted: raise both for tools or model calls that take longer.
+ */
+export type EngineServiceOptions = Pick<restate.ObjectOptions, "inactivityTimeout" | "abortTimeout" | "retryPolicy">;
 
 type Done =
   | { readonly kind: "step"; readonly key: string; readonly done: StepDone; readonly live: boolean }
@@ -115,6 +124,7 @@ export function engineObject(options: EngineObjectOptions) {
       }),
     },
     options: {
+      ...options.serviceOptions,
       // The drive journals one entry or two per step: once it ended, nothing needs them.
       journalRetention: 0,
     },

@@ -12,7 +12,7 @@
  */
 import { ConfigurationError, type SessionDefinition } from "@durable-agents/core";
 import type { CoalescerOptions } from "@durable-agents/core/engine";
-import { engineObject } from "./engine-object.js";
+import { type EngineServiceOptions, engineObject } from "./engine-object.js";
 import { SessionHistories } from "./histories.js";
 import { type ServiceNames, serviceNames } from "./names.js";
 import { RestateSessionStore } from "./restate-store.js";
@@ -40,6 +40,12 @@ export interface RestateSessionsOptions {
   readonly historyCacheItems?: number;
   /** Called each time a drive attempt ends (for tests and metrics). */
   readonly onDriveEnd?: () => void;
+  /**
+   * Restate's `inactivityTimeout`, `abortTimeout` and `retryPolicy` for the engine object. A model
+   * or tool call that runs longer than the two timeouts together (1 + 10 minutes by default) is
+   * aborted by Restate and treated as interrupted: raise them for longer calls.
+   */
+  readonly engineOptions?: EngineServiceOptions;
 }
 
 export interface RestateSessions {
@@ -80,6 +86,7 @@ export function restateSessions(options: RestateSessionsOptions): RestateSession
     ...(options.coalescing ? { coalescing: options.coalescing } : {}),
     ...(options.transitionsPerDrive !== undefined ? { transitionsPerDrive: options.transitionsPerDrive } : {}),
     ...(options.onDriveEnd ? { onDriveEnd: options.onDriveEnd } : {}),
+    ...(options.engineOptions ? { serviceOptions: options.engineOptions } : {}),
   });
   return { names, services: [sessionObject(names), engine, watchService(names)] };
 }
