@@ -70,11 +70,15 @@ export interface EngineObjectOptions {
  * `abortTimeout` (1 + 10 minutes by default) has its attempt aborted by Restate and is then treated
  * as interrupted: raise both for tools or model calls that take longer.
  */
-export type EngineServiceOptions = Pick<restate.ObjectOptions, "inactivityTimeout" | "abortTimeout" | "retryPolicy">;
+export type EngineServiceOptions = Pick<
+  restate.ObjectOptions,
+  "inactivityTimeout" | "abortTimeout" | "retryPolicy" | "journalRetention"
+>;
 
 type Done =
   | { readonly kind: "step"; readonly key: string; readonly done: StepDone; readonly live: boolean }
   | { readonly kind: "wake"; readonly entries: readonly InboxItem[] }
+  | { readonly kind: "watched"; readonly entries: readonly InboxItem[] }
   | { readonly kind: "timer" };
 
 const stepKey = (step: DueStep) =>
@@ -124,9 +128,10 @@ export function engineObject(options: EngineObjectOptions) {
       }),
     },
     options: {
-      ...options.serviceOptions,
-      // The drive journals one entry or two per step: once it ended, nothing needs them.
+      // The drive journals one entry or two per step: once it ended, nothing needs them (a benchmark
+      // that measures the journals keeps them with `journalRetention`).
       journalRetention: 0,
+      ...options.serviceOptions,
     },
   });
 }
@@ -137,6 +142,11 @@ class Drive {
   private nextAt: number | null = null;
   private readonly pending = new Map<string, restate.RestatePromise<Done>>();
   private wake: restate.RestatePromise<Done> | null = null;
+  /** A watch of the inbox being registered with the session object, and the awakeable it registers. */
+  private watching: {
+    readonly awakeable: restate.RestatePromise<Wake>;
+    readonly registered: restate.RestatePromise<Done>;
+  } | null = null;
   private timer: { readonly at: number; readonly promise: restate.RestatePromise<Done> } | null = null;
   private readonly turnAborts = new Map<string, AbortController>();
   private readonly deps: StepDeps;
@@ -187,24 +197,9 @@ class Drive {
           return;
         }
       }
-      if (!this.wake) {
-        const awakeable = this.ctx.awakeable<Wake>();
-        const arrived = await this.ctx.genericCall<WatchInboxRequest, InboxItem[]>({
-          service: this.options.names.session,
-          method: "watchInbox",
-          key: this.sessionId,
-          parameter: { cursor: this.head.inboxCursor, awakeableId: awakeable.id },
-          inputSerde: restate.serde.json,
-          outputSerde: restate.serde.json,
-        });
-        if (arrived.length > 0) {
-          inputs.push(...this.inboxInputs(arrived));
-          live = await this.clock();
-          continue;
-        }
-        this.wake = awakeable.promise.map((wake) => ({ kind: "wake", entries: wake?.entries ?? [] }) as Done);
-      }
-      const waits = [...this.pending.values(), this.wake];
+      // The inbox watch is registered alongside the steps, not before them: a step starts at once.
+      if (!this.wake && !this.watching) this.watching = this.watchInbox();
+      const waits = [...this.pending.values(), this.wake ?? this.watching!.registered];
       const timer = this.timerFor(this.nextAt);
       if (timer) waits.push(timer);
       const done = await restate.RestatePromise.race(waits);
@@ -214,6 +209,16 @@ class Drive {
         deltas = done.done.events;
         this.now = Math.max(this.now, done.done.at);
         live = done.live;
+      } else if (done.kind === "watched") {
+        // Entries were waiting: they are applied (the awakeable is not kept); else it now waits for the next one.
+        const { awakeable } = this.watching!;
+        this.watching = null;
+        if (done.entries.length > 0) {
+          inputs.push(...this.inboxInputs(done.entries));
+          live = await this.clock();
+        } else {
+          this.wake = awakeable.map((wake) => ({ kind: "wake", entries: wake?.entries ?? [] }) as Done);
+        }
       } else if (done.kind === "wake") {
         this.wake = null;
         inputs.push(...this.inboxInputs(done.entries));
@@ -224,6 +229,25 @@ class Drive {
         live = await this.clock();
       }
     }
+  }
+
+  /**
+   * Asks the session object for the inbox entries past the cursor; with none, it keeps the
+   * awakeable, which the next entry resolves.
+   */
+  private watchInbox(): NonNullable<Drive["watching"]> {
+    const awakeable = this.ctx.awakeable<Wake>();
+    const registered = this.ctx
+      .genericCall<WatchInboxRequest, InboxItem[]>({
+        service: this.options.names.session,
+        method: "watchInbox",
+        key: this.sessionId,
+        parameter: { cursor: this.head.inboxCursor, awakeableId: awakeable.id },
+        inputSerde: restate.serde.json,
+        outputSerde: restate.serde.json,
+      })
+      .map((entries) => ({ kind: "watched", entries: entries ?? [] }) as Done);
+    return { awakeable: awakeable.promise, registered };
   }
 
   /** A journaled clock read; true when it ran in this attempt (not replayed). */

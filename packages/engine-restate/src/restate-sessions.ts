@@ -41,9 +41,10 @@ export interface RestateSessionsOptions {
   /** Called each time a drive attempt ends (for tests and metrics). */
   readonly onDriveEnd?: () => void;
   /**
-   * Restate's `inactivityTimeout`, `abortTimeout` and `retryPolicy` for the engine object. A model
-   * or tool call that runs longer than the two timeouts together (1 + 10 minutes by default) is
-   * aborted by Restate and treated as interrupted: raise them for longer calls.
+   * Restate's `inactivityTimeout`, `abortTimeout`, `retryPolicy` and `journalRetention` (default 0)
+   * for the engine object. A model or tool call that runs longer than the two timeouts together
+   * (1 + 10 minutes by default) is aborted by Restate and treated as interrupted: raise them for
+   * longer calls.
    */
   readonly engineOptions?: EngineServiceOptions;
 }
