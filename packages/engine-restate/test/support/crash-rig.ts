@@ -23,6 +23,25 @@ export function readExecutions(file: string): Execution[] {
     .map((line) => JSON.parse(line) as Execution);
 }
 
+/**
+ * The idempotency keys of single-attempt calls that started more than once (with how often): the
+ * crash tests' first invariant, as a pure function so that it can be shown to catch a violation.
+ */
+export function singleAttemptRepeats(executions: readonly Execution[], tools: readonly string[]): Map<string, number> {
+  const starts = new Map<string, number>();
+  for (const e of executions) {
+    if (e.kind === "tool" && e.tool !== undefined && tools.includes(e.tool) && e.event === "start" && e.key)
+      starts.set(e.key, (starts.get(e.key) ?? 0) + 1);
+  }
+  return new Map([...starts].filter(([, count]) => count > 1));
+}
+
+/** Calls that started in a process and never ended there: what a kill interrupted. */
+export function interruptedCalls(executions: readonly Execution[], pid: number): Execution[] {
+  const ended = new Set(executions.filter((e) => e.event === "end" && e.pid === pid).map((e) => e.key));
+  return executions.filter((e) => e.event === "start" && e.pid === pid && !ended.has(e.key));
+}
+
 export async function waitUntil(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000) {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
