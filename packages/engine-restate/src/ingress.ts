@@ -15,6 +15,12 @@ export interface IngressOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** How long connection failures and 5xx answers are retried (ms, default 60,000). */
   readonly retryForMs?: number;
+  /**
+   * How long one request may wait for its answer (ms, default 120,000): Restate holds a request
+   * while the endpoint that must answer it is down. Past it, `WaitTimeoutError` (a write with an
+   * idempotency key may still be applied later, once).
+   */
+  readonly requestTimeoutMs?: number;
 }
 
 export interface RequestOptions {
@@ -38,6 +44,7 @@ export class IngressClient {
   readonly url: string;
   private readonly headers: Readonly<Record<string, string>>;
   private readonly retryForMs: number;
+  private readonly requestTimeoutMs: number;
 
   constructor(options: IngressOptions) {
     if (typeof options?.url !== "string" || !/^https?:\/\//.test(options.url)) {
@@ -46,6 +53,7 @@ export class IngressClient {
     this.url = options.url.replace(/\/+$/, "");
     this.headers = options.headers ?? {};
     this.retryForMs = options.retryForMs ?? 60_000;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 120_000;
   }
 
   /** Calls a handler of a virtual object and returns its JSON answer. */
@@ -88,11 +96,12 @@ export class IngressClient {
     for (let attempt = 1; ; attempt++) {
       let retry: string;
       try {
+        const timeout = AbortSignal.timeout(this.requestTimeoutMs);
         const response = await fetch(`${this.url}/${path}`, {
           method: "POST",
           headers,
           body: payload,
-          ...(options.signal ? { signal: options.signal } : {}),
+          signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
         });
         const text = await response.text();
         if (response.ok) return text;
@@ -108,6 +117,9 @@ export class IngressClient {
       } catch (error) {
         if (ConfigurationError.isInstance(error) || ContractViolationError.isInstance(error)) throw error;
         if (options.signal?.aborted) throw error;
+        if ((error as Error)?.name === "TimeoutError") {
+          throw new WaitTimeoutError(`Restate did not answer ${path} within ${this.requestTimeoutMs} ms`);
+        }
         retry = error instanceof Error ? error.message : String(error);
       }
       if (Date.now() >= deadline) {

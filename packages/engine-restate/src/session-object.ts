@@ -156,24 +156,27 @@ export function sessionObject(names: ServiceNames) {
       ),
 
       /** One transition of the session, from its drive (a one-way send, applied in the order sent). */
-      commit: restate.handlers.object.exclusive(async (ctx: Writer, req: CommitRequest): Promise<void> => {
-        const meta = await ctx.get<SessionMeta>("meta");
-        if (!meta) return;
-        req.appendHistory.forEach((item, index) => {
-          ctx.set(`h:${meta.historyLength + index}`, item);
-        });
-        ctx.set("head", req.head);
-        const lastEventSeq = appendEvents(ctx, meta, req.events, req.at);
-        ctx.set(
-          "meta",
-          answerWatchers(ctx, {
-            ...meta,
-            version: meta.version + 1,
-            lastEventSeq,
-            historyLength: meta.historyLength + req.appendHistory.length,
-          }),
-        );
-      }),
+      commit: restate.handlers.object.exclusive(
+        { ingressPrivate: true },
+        async (ctx: Writer, req: CommitRequest): Promise<void> => {
+          const meta = await ctx.get<SessionMeta>("meta");
+          if (!meta) return;
+          req.appendHistory.forEach((item, index) => {
+            ctx.set(`h:${meta.historyLength + index}`, item);
+          });
+          ctx.set("head", req.head);
+          const lastEventSeq = appendEvents(ctx, meta, req.events, req.at);
+          ctx.set(
+            "meta",
+            answerWatchers(ctx, {
+              ...meta,
+              version: meta.version + 1,
+              lastEventSeq,
+              historyLength: meta.historyLength + req.appendHistory.length,
+            }),
+          );
+        },
+      ),
 
       /** Events without a head: a streaming model step's text deltas (sent through the ingress). */
       appendEvents: restate.handlers.object.exclusive(
