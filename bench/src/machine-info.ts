@@ -14,11 +14,16 @@ export interface MachineInfo {
   readonly commit: string;
 }
 
-/** `git rev-parse --short HEAD`, with "+changes" when packages/ or bench/ differ from it. */
+/**
+ * `git rev-parse --short HEAD`, with "+changes" when packages/ or bench/ (but for the figures in
+ * bench/results, which runs write) differ from it. The paths are from the repository's top, whatever
+ * the working directory (`pnpm --filter` runs the benchmark in bench/).
+ */
 function commitOf(): string {
   const head = spawnSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" });
   if (head.status !== 0) return "unknown";
-  const dirty = spawnSync("git", ["status", "--porcelain", "--", "packages", "bench"], { encoding: "utf8" });
+  const paths = [":(top)packages", ":(top)bench", ":(top,exclude)bench/results"];
+  const dirty = spawnSync("git", ["status", "--porcelain", "--", ...paths], { encoding: "utf8" });
   return `${head.stdout.trim()}${dirty.stdout.trim().length > 0 ? "+changes" : ""}`;
 }
 

@@ -15,6 +15,7 @@ import { PostgresStore, migrate } from "@durable-agents/store-postgres";
 import { startPostgres, type PostgresServer } from "@durable-agents/store-postgres/testing";
 import { SqliteStore } from "@durable-agents/store-sqlite";
 import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
+import { CancelPhase } from "./cancel-phase.js";
 import { DurablePhase, type DurablePhaseResult } from "./durable-phase.js";
 import { runGrowthPhase, runRawGrowth, type BytesMeter, type GrowthLevel } from "./growth-phase.js";
 import { machineInfo } from "./machine-info.js";
@@ -25,7 +26,14 @@ import { probeModelStep, type ModelStepProbe } from "./model-step-probe.js";
 import { runPacedEvents, type PacedEventResult } from "./paced-event-phase.js";
 import { RemoteFollower } from "./remote-follower.js";
 import { SqliteFloorProbe, WalMeter, sqliteInfo } from "./sqlite-probe.js";
-import { judgeTargets, renderReport, type BenchResults, type LatencyFigures, type StepFigures } from "./report.js";
+import {
+  judgeTargets,
+  renderReport,
+  type BenchResults,
+  type CancelFigures,
+  type LatencyFigures,
+  type StepFigures,
+} from "./report.js";
 import { percentile, summarize } from "./stats.js";
 import {
   runThroughput,
@@ -44,6 +52,8 @@ interface Sizes {
   readonly pacedTurns: number;
   readonly throughputRounds: number;
   readonly probeRounds: number;
+  /** Cancelled turns: sessions per store (after the warm-up ones), each with `turns` cancelled turns. */
+  readonly cancel: { sessions: number; turns: number; warmupSessions: number };
 }
 
 const FULL: Sizes = {
@@ -54,6 +64,7 @@ const FULL: Sizes = {
   pacedTurns: 10,
   throughputRounds: 3,
   probeRounds: 15,
+  cancel: { sessions: 20, turns: 10, warmupSessions: 1 },
 };
 
 const QUICK: Sizes = {
@@ -64,6 +75,7 @@ const QUICK: Sizes = {
   pacedTurns: 3,
   throughputRounds: 1,
   probeRounds: 3,
+  cancel: { sessions: 3, turns: 3, warmupSessions: 1 },
 };
 
 const GROWTH_LEVELS = [10, 100, 1000] as const;
@@ -311,6 +323,30 @@ async function runAll(
       await remote.stop();
     }
 
+    // Cancellation latency: the three stores take turns session by session, each session a row of
+    // turns cancelled while their model call is in flight.
+    const cancelSize = sizes.cancel;
+    log(
+      `cancellation latency (cancelTurn -> turn_cancelled at a follower, model call in flight): memory, store-sqlite, store-postgres in turns, ${cancelSize.sessions} sessions x ${cancelSize.turns} cancelled turns each`,
+    );
+    const cancelSqliteStore = new SqliteStore({ path: sqliteDir.file("cancel.db") });
+    stores.push(cancelSqliteStore);
+    const cancelPhases = {
+      memory: new CancelPhase(new MemoryStore(), cancelSize.turns, "cm"),
+      sqlite: new CancelPhase(cancelSqliteStore, cancelSize.turns, "cs"),
+      postgres: new CancelPhase(pgStore, cancelSize.turns, "cp"),
+    };
+    try {
+      for (let s = 0; s < cancelSize.warmupSessions + cancelSize.sessions; s++) {
+        const measured = s >= cancelSize.warmupSessions;
+        await cancelPhases.memory.session(s, measured);
+        await cancelPhases.sqlite.session(s, measured);
+        await cancelPhases.postgres.session(s, measured);
+      }
+    } finally {
+      for (const phase of Object.values(cancelPhases)) await phase.stop();
+    }
+
     // Rounds of 1, 2 and 4 processes on each store, in turns; each count is represented by its median run.
     const allRuns: ThroughputResult[] = [];
     const targets: ThroughputStore[] = [
@@ -430,6 +466,15 @@ async function runAll(
           sqliteOtherProcess: latency(pacedSqlite.remote),
         },
       },
+      cancel: {
+        sessions: cancelSize.sessions,
+        turnsPerSession: cancelSize.turns,
+        model:
+          "ScriptedRunner from @durable-agents/core/testing, a `hang model` script (the call waits for its abort signal)",
+        memory: cancelFigures(cancelPhases.memory.result()),
+        sqlite: cancelFigures(cancelPhases.sqlite.result()),
+        postgres: cancelFigures(cancelPhases.postgres.result()),
+      },
     };
     return { ...partial, targets: judgeTargets(partial) };
   } finally {
@@ -441,6 +486,18 @@ async function runAll(
 
 function latency(samples: readonly number[]): LatencyFigures {
   return { n: samples.length, p50Ms: percentile(samples, 0.5), p99Ms: percentile(samples, 0.99) };
+}
+
+function cancelFigures(result: { latencyMs: readonly number[]; callMs: readonly number[] }): CancelFigures {
+  const s = summarize(result.latencyMs);
+  return {
+    n: s.n,
+    p50Ms: percentile(result.latencyMs, 0.5),
+    p95Ms: percentile(result.latencyMs, 0.95),
+    p99Ms: s.p99,
+    maxMs: s.max,
+    call: { p50Ms: percentile(result.callMs, 0.5), p99Ms: percentile(result.callMs, 0.99) },
+  };
 }
 
 function minusRaw(levels: GrowthLevel[], raw: GrowthLevel[]): GrowthLevel[] {

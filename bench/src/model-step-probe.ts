@@ -43,6 +43,7 @@ export async function probeModelStep(stored: readonly HistoryItem[], rounds: num
       modelStep: 1,
       runState: null,
       outcomes: [],
+      joined: [],
       signal: new AbortController().signal,
     });
     const firstMs = performance.now() - start;
@@ -58,6 +59,7 @@ export async function probeModelStep(stored: readonly HistoryItem[], rounds: num
       modelStep: 2,
       runState: step1.runState,
       outcomes,
+      joined: [],
       signal: new AbortController().signal,
     });
     const resumedMs = performance.now() - start;

@@ -24,6 +24,17 @@ export interface LatencyFigures {
   readonly p99Ms: number;
 }
 
+/** Cancellation latency on one store: `cancelTurn` called -> `turn_cancelled` seen by a follower. */
+export interface CancelFigures {
+  readonly n: number;
+  readonly p50Ms: number;
+  readonly p95Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  /** `cancelTurn`'s own answer time (its checks and the inbox write). */
+  readonly call: { readonly p50Ms: number; readonly p99Ms: number };
+}
+
 export interface Target {
   readonly name: string;
   readonly value: number;
@@ -131,6 +142,18 @@ export interface BenchResults {
       readonly sqliteOtherProcess: LatencyFigures;
     };
   };
+  /**
+   * Turns cancelled while their model call was in flight: from calling `client.cancelTurn` to the
+   * arrival of `turn_cancelled` at a client following the session (`followEvents`, same process).
+   */
+  readonly cancel: {
+    readonly sessions: number;
+    readonly turnsPerSession: number;
+    readonly model: string;
+    readonly memory: CancelFigures;
+    readonly sqlite: CancelFigures;
+    readonly postgres: CancelFigures;
+  };
   readonly targets: Target[];
 }
 
@@ -228,6 +251,18 @@ export function judgeTargets(r: Omit<BenchResults, "targets">): Target[] {
       value: r.events.paced.postgres.p99Ms,
       limit: "< 50",
       met: r.events.paced.postgres.p99Ms < 50,
+    },
+    {
+      name: "cancelTurn -> turn_cancelled p99, model call in flight, memory (ms)",
+      value: r.cancel.memory.p99Ms,
+      limit: "< 50",
+      met: r.cancel.memory.p99Ms < 50,
+    },
+    {
+      name: "cancelTurn -> turn_cancelled p99, model call in flight, postgres (ms)",
+      value: r.cancel.postgres.p99Ms,
+      limit: "< 100",
+      met: r.cancel.postgres.p99Ms < 100,
     },
     // store-sqlite
     {
@@ -583,6 +618,38 @@ export function renderReport(r: BenchResults): string {
         f(r.events.paced.sqliteOtherProcess.p99Ms, 3),
       ],
     ]),
+  );
+  out.push("");
+  const c = r.cancel;
+  const cancelRow = (label: string, figures: CancelFigures) => [
+    label,
+    String(figures.n),
+    f(figures.p50Ms, 3),
+    f(figures.p95Ms, 3),
+    f(figures.p99Ms, 3),
+    f(figures.maxMs, 3),
+    f(figures.call.p50Ms, 3),
+    f(figures.call.p99Ms, 3),
+  ];
+  out.push(
+    table([
+      [
+        "cancellation (cancelTurn called -> turn_cancelled at followEvents, model call in flight)",
+        "cancels",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "max ms",
+        "cancelTurn answered: p50 ms",
+        "p99 ms",
+      ],
+      cancelRow("store-memory", c.memory),
+      cancelRow("store-sqlite (synchronous=FULL)", c.sqlite),
+      cancelRow("store-postgres", c.postgres),
+    ]),
+  );
+  out.push(
+    `Cancellation: ${c.sessions} sessions x ${c.turnsPerSession} turns per store, the stores in turns session by session; ${c.model}`,
   );
   out.push("");
   out.push(

@@ -146,7 +146,20 @@ describe("pnpm bench --quick", () => {
       expect(r.events.sqliteOtherProcess.n).toBe(r.events.sqliteSameProcess.n);
       expect(r.events.paced.sqliteOtherProcess.n).toBe(r.events.paced.sqliteSameProcess.n);
 
-      expect(r.targets).toHaveLength(22);
+      // Cancellation latency on every store: one figure per cancelled turn, in order of size.
+      for (const figures of [r.cancel.memory, r.cancel.sqlite, r.cancel.postgres]) {
+        expect(figures.n).toBe(r.cancel.sessions * r.cancel.turnsPerSession);
+        expect(figures.p50Ms).toBeGreaterThan(0);
+        expect(figures.p95Ms).toBeGreaterThanOrEqual(figures.p50Ms);
+        expect(figures.p99Ms).toBeGreaterThanOrEqual(figures.p95Ms);
+        expect(figures.maxMs).toBeGreaterThanOrEqual(figures.p99Ms);
+        expect(figures.call.p50Ms).toBeGreaterThan(0);
+        expect(figures.call.p99Ms).toBeGreaterThanOrEqual(figures.call.p50Ms);
+      }
+      expect(run.stdout).toContain("cancellation (cancelTurn called -> turn_cancelled at followEvents");
+
+      expect(r.targets).toHaveLength(24);
+      expect(r.targets.filter((t) => t.name.startsWith("cancelTurn"))).toHaveLength(2);
       expect(r.targets.filter((t) => t.name.includes("sqlite"))).toHaveLength(9);
       for (const target of r.targets) {
         expect(isFigure(target.value)).toBe(true);

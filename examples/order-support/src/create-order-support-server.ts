@@ -8,12 +8,15 @@
  *   GET  /sessions/:id/events        (SSE, id = event seq, resumes from Last-Event-ID or ?after=)
  *   POST /sessions/:id/interrupts/:interruptId/approve    { message? }       → 202 { accepted, seq }
  *   POST /sessions/:id/interrupts/:interruptId/reject     { message? }       → 202 { accepted, seq }
+ *
+ * With `page`, also the chat page at `/` and its routes under `/sessions/:id/ui/` (order-support-page.ts).
  */
 import { randomUUID } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { InputTooLargeError, InvalidInputError, type SessionEvent } from "@durable-agents/core";
 import { describeServerError, HttpError, httpErrorOf } from "./http-errors.js";
+import { mountOrderSupportPage, type OrderSupportPageOptions } from "./order-support-page.js";
 import type { OrderSupportClient } from "./session-client-port.js";
 import { SessionTokens } from "./session-tokens.js";
 
@@ -31,6 +34,8 @@ export interface OrderSupportServerOptions {
   readonly keepAliveMs?: number;
   /** Prefix of server-picked session IDs. Default "order-support-". */
   readonly sessionIdPrefix?: string;
+  /** Serves the chat page at `/` and its routes (`true`: the built page next to this module). Default: none. */
+  readonly page?: OrderSupportPageOptions | boolean;
 }
 
 type Variables = { sessionId: string };
@@ -84,6 +89,8 @@ export function createOrderSupportServer(options: OrderSupportServerOptions): Ho
     c.set("sessionId", sessionId);
     await next();
   });
+
+  if (options.page) mountOrderSupportPage(app, client, options.page === true ? {} : options.page);
 
   app.post("/sessions", async (c) => {
     const body = await readJsonObject(c, { allowEmpty: true });

@@ -81,3 +81,4 @@ export {
   type ApprovalDecider,
   type ApprovalDecision,
 } from "./approval-deciders.js";
+export { defaultWebDir, mountOrderSupportPage, type OrderSupportPageOptions } from "./order-support-page.js";

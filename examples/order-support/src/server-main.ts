@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   const tokens = new SessionTokens(key === undefined || key === "" ? undefined : key);
   const opened = await openOrderSupportStore(chooseOrderSupportStore({ env: process.env, program: "server" }));
   const runtime = startOrderSupportRuntime({ session: setup.createSession, store: opened.store, desk: opened.desk });
-  const app = createOrderSupportServer({ client: runtime.client, agent: orderSupportAgentName, tokens });
+  const app = createOrderSupportServer({ client: runtime.client, agent: orderSupportAgentName, tokens, page: true });
   let listening;
   try {
     listening = await listen(app, { port, hostname: process.env.HOST ?? "127.0.0.1" });
@@ -42,6 +42,7 @@ async function main(): Promise<void> {
   console.log(
     `order support on ${listening.url} (framework: ${setup.framework}; model: ${setup.modelDescription}; store: ${opened.description})`,
   );
+  console.log(`the chat page: ${listening.url}/`);
   if (key === undefined || key === "")
     console.log(
       "session tokens are signed with a random key: they stop working when the server restarts (set ORDER_SUPPORT_SESSION_KEY to keep them)",

@@ -36,6 +36,7 @@ import {
 } from "ai";
 import { ApprovalRules, type AiSdkToolApproval } from "./approval-rules.js";
 import { displayMessage } from "./display-projection.js";
+import { historyWithoutJoined, placeJoined } from "./joined-messages.js";
 import { outcomeMessage } from "./outcome-message.js";
 import { runStateCodec, type AiSdkRunState } from "./run-state.js";
 import { toolOutputText } from "./tool-output-text.js";
@@ -154,8 +155,14 @@ export class AiSdkRunner implements Runner {
 
   async runModel(input: RunModelInput): Promise<RunModelResult> {
     const state = this.#stateOf(input);
+    // The turn's own messages (its items and the next run state) never hold a steered message: the
+    // model sees each where it joined, and core stored it already.
     const turnMessages: ModelMessage[] = [...state.messages, ...this.#outcomeMessages(state, input)];
-    const messages: ModelMessage[] = [...input.history.map((entry) => entry.item as ModelMessage), ...turnMessages];
+    const joined = input.joined ?? [];
+    const messages: ModelMessage[] = [
+      ...historyWithoutJoined(input.history, joined),
+      ...placeJoined(turnMessages, joined),
+    ];
 
     const result = streamText({
       ...this.#options.settings,
@@ -249,6 +256,7 @@ export class AiSdkRunner implements Runner {
               toolName: input.name,
               idempotencyKey: input.idempotencyKey,
               attempt: input.attempt,
+              signal: input.signal,
             },
             run,
           );

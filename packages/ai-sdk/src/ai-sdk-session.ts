@@ -4,7 +4,7 @@ import { AiSdkRunner, type AiSdkRunnerOptions } from "./ai-sdk-runner.js";
 
 export interface AiSdkSessionOptions
   extends AiSdkRunnerOptions,
-    Pick<SessionDefinitionOptions, "policies" | "modelRetry" | "toolBackoff" | "maxModelSteps"> {
+    Pick<SessionDefinitionOptions, "policies" | "modelRetry" | "toolBackoff" | "maxModelSteps" | "cancelGraceMs"> {
   /** The agent name sessions are started with (1-100 letters, digits, '.', '_' or '-'). */
   readonly name: string;
 }
@@ -14,7 +14,7 @@ export interface AiSdkSessionOptions
  * policy that names no tool is a `PolicyError`, and so is a tool without `execute`.
  */
 export function aiSdkSession(options: AiSdkSessionOptions): SessionDefinition {
-  const { name, policies, modelRetry, toolBackoff, maxModelSteps, ...runnerOptions } = options;
+  const { name, policies, modelRetry, toolBackoff, maxModelSteps, cancelGraceMs, ...runnerOptions } = options;
   return defineSession({
     name,
     runner: new AiSdkRunner(runnerOptions),
@@ -22,5 +22,6 @@ export function aiSdkSession(options: AiSdkSessionOptions): SessionDefinition {
     modelRetry,
     toolBackoff,
     maxModelSteps,
+    cancelGraceMs,
   });
 }

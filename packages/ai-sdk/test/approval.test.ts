@@ -25,6 +25,7 @@ async function approvals(options: Partial<AiSdkRunnerOptions>, script: string) {
     turnStart: 0,
     runState: null,
     outcomes: [],
+    joined: [],
     signal: new AbortController().signal,
     emit: () => {},
   });

@@ -17,7 +17,7 @@ const fixture = JSON.parse(readFileSync(new URL("./fixtures/run-state-v1.json", 
   calls: RequestedToolCall[];
 };
 
-function resume(runState: string) {
+function resume(runState: string, aside?: string) {
   const runs: unknown[] = [];
   const tools = {
     add: tool({
@@ -37,14 +37,19 @@ function resume(runState: string) {
     text: '{"sum":3}',
     output: '{"sum":3}',
   }));
+  // A steered message that joined before this step, after the outcome of the last call.
+  const item = aside === undefined ? undefined : runner.userItem("message", aside);
+  const history = item ? [...fixture.history, item] : fixture.history;
+  const lastCall = fixture.calls.at(-1)!.toolCallId;
   const result = runner.runModel({
     sessionId: "s",
     turnId: "t",
     modelStep: 2,
-    history: fixture.history,
+    history,
     turnStart: 0,
     runState,
     outcomes,
+    joined: item ? [{ item, historyIndex: history.length - 1, modelStep: 2, afterToolCallId: lastCall }] : [],
     signal: new AbortController().signal,
     emit: () => {},
   });
@@ -59,6 +64,13 @@ describe("the stored AI SDK run state of version 1", () => {
     expect(final.kind).toBe("final");
     expect(final.kind === "final" && final.text).toContain('add -> {"sum":3}');
     expect(runs).toEqual([]);
+  });
+
+  it("resumes a run state written by 0.1.0 in a step a steered message joined", async () => {
+    const final = await resume(fixture.runState, "and be quick").result;
+    if (final.kind !== "final") throw new Error("expected a final answer");
+    expect(final.text).toMatch(/add -> \{"sum":3\}.* \(also: and be quick\)$/);
+    expect(final.items.some((item) => item.display.text === "and be quick")).toBe(false);
   });
 
   it("refuses a run state of a newer version with a typed error, not a crash", async () => {

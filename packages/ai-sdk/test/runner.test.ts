@@ -79,6 +79,7 @@ function firstStep(runner: AiSdkRunner, text: string, emit: RunModelInput["emit"
     turnStart: 0,
     runState: null,
     outcomes: [],
+    joined: [],
     signal: new AbortController().signal,
     emit,
   });
@@ -271,6 +272,7 @@ describe("AiSdkRunner.runModel", () => {
       modelStep: 2,
       history: [runner.userItem("message", 'call echo {"text":"x"}')],
       turnStart: 0,
+      joined: [],
       signal: new AbortController().signal,
       emit: () => {},
     };
@@ -326,6 +328,7 @@ describe("AiSdkRunner.runModel", () => {
         turnStart: 0,
         runState: null,
         outcomes: [],
+        joined: [],
         signal: controller.signal,
         emit: () => {},
       }),

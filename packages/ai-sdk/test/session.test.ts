@@ -35,6 +35,7 @@ describe("aiSdkSession", () => {
       policies: { lookup: { effect: "read" }, refund: { effect: "non_idempotent_write" } },
       modelRetry: { maxAttempts: 5 },
       maxModelSteps: 7,
+      cancelGraceMs: 250,
     });
     expect(definition.name).toBe("support");
     expect(definition.tools).toEqual([
@@ -44,6 +45,7 @@ describe("aiSdkSession", () => {
     expect(definition.policies).toEqual({ lookup: { effect: "read" }, refund: { effect: "non_idempotent_write" } });
     expect(definition.modelRetry).toEqual({ ...defaultModelRetry, maxAttempts: 5 });
     expect(definition.maxModelSteps).toBe(7);
+    expect(definition.cancelGraceMs).toBe(250);
     expect(definition.runner.tools()).toEqual(definition.tools);
   });
 

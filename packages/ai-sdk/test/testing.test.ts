@@ -1,4 +1,9 @@
-import { TURN_FAILURE_NOTE_PREFIX, type ConformanceTool } from "@durable-agents/core/testing";
+import {
+  TURN_CANCELLED_NOTE_PREFIX,
+  TURN_FAILURE_NOTE_PREFIX,
+  scriptedHangs,
+  type ConformanceTool,
+} from "@durable-agents/core/testing";
 import { generateText, streamText } from "ai";
 import { describe, expect, it } from "vitest";
 import { ScriptedLanguageModel, conformanceRunner } from "../src/testing/index.js";
@@ -62,6 +67,47 @@ describe("ScriptedLanguageModel", () => {
     });
     expect(second.toolCalls.map((call) => call.toolName)).toEqual(["c"]);
     expect(second.toolCalls[0]!.toolCallId).toMatch(/_2_1$/);
+  });
+});
+
+describe("ScriptedLanguageModel and turn control", () => {
+  it("reads messages steered into the turn (after its message or a tool result) and counts cancel notes", async () => {
+    const model = new ScriptedLanguageModel();
+    const { text } = await generateText({
+      model,
+      messages: [
+        { role: "user", content: "earlier" },
+        { role: "assistant", content: "You said: earlier" },
+        { role: "user", content: `${TURN_CANCELLED_NOTE_PREFIX} that turn was cancelled` },
+        { role: "user", content: "hi" },
+        { role: "user", content: "also this" },
+      ],
+    });
+    expect(text).toBe("(noted 1 cancelled turn(s)) You said: hi (also: also this)");
+  });
+
+  it("hangs at a 'hang model' block until the abortSignal the SDK hands it aborts", async () => {
+    const model = new ScriptedLanguageModel();
+    const userText = "ai-sdk testing: hang here\nhang model";
+    const controller = new AbortController();
+    const pending = generateText({
+      model,
+      messages: [{ role: "user", content: userText }],
+      abortSignal: controller.signal,
+    });
+    const failed = pending.then(
+      () => "answered",
+      () => "failed",
+    );
+    for (let i = 0; i < 1_000 && scriptedHangs(userText).started === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    expect(scriptedHangs(userText)).toEqual({ started: 1, aborted: 0 });
+    controller.abort(new Error("stop"));
+    expect(await failed).toBe("failed");
+    expect(scriptedHangs(userText)).toEqual({ started: 1, aborted: 1 });
+    // The signal the SDK handed the model call is the one that aborted.
+    expect(model.doGenerateCalls[0]?.abortSignal?.aborted).toBe(true);
   });
 });
 

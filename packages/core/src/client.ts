@@ -165,30 +165,29 @@ export class SessionClient {
       this.checkText("rejection message", message);
     }
     const stored = await this.load(sessionId);
+    const { head } = stored;
     const dedupeKey = `resolution:${input.interruptId}`;
-    const interrupt = stored.head.pendingInterrupts.find((i) => i.interruptId === input.interruptId);
-    const cancelledCall = stored.head.turn?.calls.find(
-      (call) => call.interruptId === input.interruptId && call.status === "cancelled",
-    );
-    const unapplied = interrupt ? await this.store.readInbox(sessionId, stored.head.inboxCursor) : [];
-    if (cancelledCall || unapplied.some((e) => e.kind === "cancel" && e.turnId === interrupt?.turnId)) {
+    const interrupt = head.pendingInterrupts.find((i) => i.interruptId === input.interruptId);
+    // A pending interrupt's decisions and cancellation can only be in the inbox's unapplied part.
+    const inbox = await this.store.readInbox(sessionId, interrupt ? head.inboxCursor : 0);
+    const call = head.turn?.calls.find((c) => c.interruptId === input.interruptId);
+    const decided =
+      inbox.some((e) => e.kind === "resolution" && e.interruptId === input.interruptId) ||
+      (call !== undefined && call.status !== "awaiting_approval" && call.status !== "cancelled" && !interrupt);
+    if (decided) throw new DuplicateResolutionError(sessionId, input.interruptId);
+    // Interrupt IDs are `<turnId>-<modelStep>-<callIndex>`: an interrupt no longer pending names its turn.
+    const turnId = interrupt?.turnId ?? /^(.*)-\d+-\d+$/.exec(input.interruptId)?.[1];
+    const cancelled =
+      call?.status === "cancelled" ||
+      inbox.some(
+        (e) => e.kind === "cancel" && e.turnId === turnId && (interrupt !== undefined || e.seq <= head.inboxCursor),
+      );
+    if (cancelled) {
       throw new SessionStateError(
         `interrupt "${input.interruptId}" of session "${sessionId}" belongs to a cancelled turn: its call will never run`,
       );
     }
-    if (!interrupt) {
-      // A decision for an interrupt of this or an earlier turn is in the inbox: it was resolved already.
-      const decided =
-        (stored.head.turn?.calls.some(
-          (call) => call.interruptId === input.interruptId && call.status !== "awaiting_approval",
-        ) ??
-          false) ||
-        (await this.store.readInbox(sessionId, 0)).some(
-          (e) => e.kind === "resolution" && e.interruptId === input.interruptId,
-        );
-      if (decided) throw new DuplicateResolutionError(sessionId, input.interruptId);
-      throw new InterruptNotFoundError(sessionId, input.interruptId);
-    }
+    if (!interrupt) throw new InterruptNotFoundError(sessionId, input.interruptId);
     const result = await this.store.enqueue(
       sessionId,
       { kind: "resolution", interruptId: input.interruptId, approved: input.approved, message },

@@ -312,6 +312,8 @@ export const EventBody = z.discriminatedUnion("type", [
   event("session_recovered", {
     fence: z.number().int(),
     calls: z.array(z.object({ toolCallId: z.string(), status: CallStatus })),
+    /** The RunModel step whose call a dead worker left in flight: it starts again, and what it streamed is void. */
+    modelStep: z.number().int().positive().optional(),
   }),
 ]);
 export type EventBody = z.infer<typeof EventBody>;

@@ -59,7 +59,12 @@ export async function driveSession(options: DriveOptions): Promise<DriveEnd> {
 }
 
 /** A finished step: its result for the machine, and the deltas still buffered when it ended (null: it failed unexpectedly). */
-type Completion = { readonly input: MachineInput; readonly events: readonly EventBody[] } | null;
+type Completion = {
+  readonly input: MachineInput;
+  readonly events: readonly EventBody[];
+  /** The step's signal: once it is aborted (its turn was cancelled or ended), its buffered deltas are dropped. */
+  readonly signal?: AbortSignal;
+} | null;
 
 class SessionDriver {
   private head!: SessionHead;
@@ -142,7 +147,7 @@ class SessionDriver {
         this.running -= 1;
         if (!done) continue;
         inputs.push(done.input);
-        deltas.push(...done.events);
+        if (!done.signal?.aborted) deltas.push(...done.events);
       }
       if (!stopping && this.inboxDirty) {
         this.inboxDirty = false;
@@ -202,6 +207,9 @@ class SessionDriver {
         });
         this.version = result.version;
         this.history?.push(...t.appendHistory);
+        // In the same serialized task as the commit: a delta commit queued behind it sees the abort.
+        this.head = t.head;
+        this.abortEndedTurns();
       });
     }
     this.head = t.head;
@@ -264,16 +272,18 @@ class SessionDriver {
     });
   }
 
-  private async commitEvents(events: EventBody[]): Promise<void> {
-    if (this.lost || this.options.signal.aborted) return;
-    await this.serialized(() =>
-      this.store.commit({
+  /** Commits streamed deltas of a step, unless its signal was aborted by the time the commit's turn comes. */
+  private async commitEvents(events: EventBody[], signal: AbortSignal): Promise<void> {
+    if (this.lost || this.options.signal.aborted || signal.aborted) return;
+    await this.serialized(async () => {
+      if (signal.aborted) return;
+      await this.store.commit({
         sessionId: this.sessionId,
         fence: this.options.lease.fence,
         expectedVersion: this.version,
         events,
-      }),
-    );
+      });
+    });
   }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {
@@ -288,7 +298,7 @@ class SessionDriver {
     return run;
   }
 
-  private track(task: Promise<{ input: MachineInput; events: readonly EventBody[] }>): void {
+  private track(task: Promise<NonNullable<Completion>>): void {
     this.running += 1;
     void task
       .then((done) => {
@@ -327,7 +337,7 @@ class SessionDriver {
       // Deltas of a step whose turn was cancelled are dropped: its answer is discarded.
       const coalescer = new DeltaCoalescer(
         turnId,
-        (events) => (signal.aborted ? Promise.resolve() : this.commitEvents(events)),
+        (events) => this.commitEvents(events, signal),
         this.options.coalescing,
       );
       let result: RunModelResult;
@@ -360,11 +370,12 @@ class SessionDriver {
             ...(retryable ? {} : { retryable }),
           } as const,
           events,
+          signal,
         };
       }
       const buffered = await coalescer.finish();
       const events = signal.aborted ? [] : buffered;
-      return { input: { type: "model_completed", turnId, modelStep, attempt, result } as const, events };
+      return { input: { type: "model_completed", turnId, modelStep, attempt, result } as const, events, signal };
     })();
     this.track(task);
   }

@@ -142,4 +142,46 @@ describe("the engine", () => {
     // Only the backoff timer (50 ms) can start the retries in time.
     await expectRetriesBeforeThePoll(new MemoryStore(), 50);
   });
+
+  it("drops the text of a cancelled turn's model step that finished while the cancellation was read", async () => {
+    const readingInbox = new Map<string, number>();
+    const store = slowStore(new MemoryStore(), "readInbox", 40, readingInbox);
+    const scripted = new ScriptedRunner({ tools: [] });
+    let entered = false;
+    let release = false;
+    let answeredDuringInboxRead = false;
+    const waitFor = async (check: () => boolean) => {
+      while (!check()) await new Promise((resolve) => setTimeout(resolve, 2));
+    };
+    const runner = Object.assign(Object.create(scripted) as ScriptedRunner, {
+      runModel: async (input: Parameters<ScriptedRunner["runModel"]>[0]) => {
+        entered = true;
+        // Answer, streaming text, while the engine reads the inbox that holds the cancellation.
+        await waitFor(() => release);
+        await waitFor(() => (readingInbox.get(input.sessionId) ?? 0) > 0);
+        answeredDuringInboxRead = true;
+        return scripted.runModel(input);
+      },
+    });
+    const worker = new Worker({ store, sessions: [defineSession({ name: "race", runner })] }).start();
+    const client = new SessionClient({ store });
+    try {
+      const { sessionId } = await client.startSession({
+        agent: "race",
+        message: "a message with a long answer to stream",
+      });
+      await waitFor(() => entered);
+      await client.cancelTurn(sessionId);
+      release = true;
+      await client.waitFor(sessionId, (s) => s.turn?.phase === "cancelled", { timeoutMs: 5_000 });
+      await worker.stop();
+      expect(answeredDuringInboxRead, "the model answered while the engine read its inbox").toBe(true);
+      const events = await client.readEvents(sessionId);
+      const receipt = events.findIndex((e) => e.type === "turn_cancelled");
+      expect(receipt).toBeGreaterThan(0);
+      expect(events.some((e) => e.type === "text_delta")).toBe(false);
+    } finally {
+      await worker.stop();
+    }
+  });
 });

@@ -14,6 +14,7 @@ import {
   runToolInputGuardrails,
   user,
   type AgentInputItem,
+  type CallModelInputFilter,
   type FunctionTool,
   type Model,
   type ModelResponse,
@@ -52,6 +53,7 @@ import {
 import { gateAgentGraph, readAgentGraph, type AgentGraph, type GraphTool } from "./agent-graph.js";
 import { durableToolInfo } from "./durable-tool.js";
 import { displayOf, toHistoryItem } from "./display.js";
+import { historyWithoutJoined, joinedInputFilter } from "./joined-items.js";
 import { decodeRunState, encodeRunState, historyHolds, type HistoryPrefix } from "./run-state-codec.js";
 
 export interface OpenAIAgentsRunnerOptions {
@@ -124,6 +126,8 @@ export class OpenAIAgentsRunner implements Runner {
   readonly #descriptions: readonly ToolDescription[];
   readonly #outcomes = new AsyncLocalStorage<Outcomes>();
   readonly #nestedRunConfig: Partial<RunConfig>;
+  /** The application's own `runConfig.callModelInputFilter`, composed with the placement of steered messages. */
+  readonly #inputFilter: CallModelInputFilter<any> | undefined;
   readonly #liveLimit: number;
   /** Live states by the exact run state string returned with them, oldest first. */
   readonly #live = new Map<string, LiveRunState>();
@@ -151,6 +155,7 @@ export class OpenAIAgentsRunner implements Runner {
     const config: Partial<RunConfig> = { tracingDisabled: true, ...options.runConfig };
     if (options.model !== undefined) config.model = options.model;
     this.#sdk = new SdkRunner(config);
+    this.#inputFilter = config.callModelInputFilter;
     this.#nestedRunConfig = {
       tracingDisabled: config.tracingDisabled ?? true,
       ...(config.model !== undefined ? { model: config.model } : {}),
@@ -187,8 +192,15 @@ export class OpenAIAgentsRunner implements Runner {
     let responsesBefore = 0;
     const outcomes = new Map<string, RecordedOutcome>();
     let known: HistoryPrefix | undefined;
+    // Steered messages stay out of the SDK's state (and so out of the turn's items): the filter puts
+    // them into each model call's input where they joined.
+    const joined = input.joined ?? [];
+    const placement =
+      joined.length > 0
+        ? joinedInputFilter(joined, history[input.turnStart]?.item, input.turnStart, this.#inputFilter)
+        : undefined;
     if (input.runState === null) {
-      runInput = history.map((entry) => entry.item as AgentInputItem);
+      runInput = historyWithoutJoined(history, joined);
     } else {
       let state: RunState<any, Agent<any, any>>;
       const live = this.#takeLive(input.runState, history);
@@ -237,6 +249,7 @@ export class OpenAIAgentsRunner implements Runner {
         stream: true,
         maxTurns: this.#maxTurns,
         signal: input.signal,
+        ...(placement ? { callModelInputFilter: placement } : {}),
         ...(this.#context !== undefined && input.runState === null ? { context: this.#context } : {}),
       }),
     );

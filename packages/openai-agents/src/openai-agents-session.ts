@@ -18,10 +18,12 @@ export interface OpenAIAgentsSessionOptions extends OpenAIAgentsRunnerOptions {
   readonly toolBackoff?: Partial<BackoffPolicy>;
   /** RunModel steps one turn may take before it fails. */
   readonly maxModelSteps?: number;
+  /** How long a cancelled turn waits for its calls in flight (ms, core's default 10,000). */
+  readonly cancelGraceMs?: number;
 }
 
 export function openAIAgentsSession(agent: Agent<any, any>, options: OpenAIAgentsSessionOptions): SessionDefinition {
-  const { name, policies, modelRetry, toolBackoff, maxModelSteps, ...runnerOptions } = options;
+  const { name, policies, modelRetry, toolBackoff, maxModelSteps, cancelGraceMs, ...runnerOptions } = options;
   const runner = new OpenAIAgentsRunner(agent, runnerOptions);
   return defineSession({
     name,
@@ -30,5 +32,6 @@ export function openAIAgentsSession(agent: Agent<any, any>, options: OpenAIAgent
     ...(modelRetry !== undefined ? { modelRetry } : {}),
     ...(toolBackoff !== undefined ? { toolBackoff } : {}),
     ...(maxModelSteps !== undefined ? { maxModelSteps } : {}),
+    ...(cancelGraceMs !== undefined ? { cancelGraceMs } : {}),
   });
 }

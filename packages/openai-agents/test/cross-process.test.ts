@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { HistoryItem } from "@durable-agents/core";
 import type { RecordedOutcome, RunModelResult } from "@durable-agents/core/engine";
+import { toHistoryItem } from "../src/display.js";
 import { callOnce } from "./harness.js";
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
@@ -44,11 +45,18 @@ describe("a run state saved in one process", () => {
   it("resumes in another process, with the tool run in a third (this one)", async () => {
     const { buildRunner } = (await import("./child/agent.mjs")) as typeof import("./child/agent.mjs");
     const { runner, runs } = buildRunner();
+    // An earlier turn (a message and its answer), then this turn's message.
     const history: HistoryItem[] = [
       runner.userItem("message", "hello"),
+      toHistoryItem({
+        type: "message",
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text: "You said: hello" }],
+      }),
       runner.userItem("message", 'call look_up {"id":"42"}'),
     ];
-    const first = stepInChild({ history, turnStart: 1, modelStep: 1, runState: null, outcomes: [] });
+    const first = stepInChild({ history, turnStart: 2, modelStep: 1, runState: null, outcomes: [] });
     expect(first.result.kind).toBe("tool_calls");
     expect(first.modelCalls).toBe(1);
     expect(first.toolRuns).toBe(0);
@@ -60,7 +68,7 @@ describe("a run state saved in one process", () => {
 
     const second = stepInChild({
       history,
-      turnStart: 1,
+      turnStart: 2,
       modelStep: 2,
       runState: first.result.runState,
       outcomes: [outcome],

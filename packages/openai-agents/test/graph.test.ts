@@ -149,6 +149,7 @@ describe("agent graphs", () => {
       turnStart: 0,
       runState: null,
       outcomes: [],
+      joined: [],
       signal: new AbortController().signal,
       emit: () => {},
     });
@@ -170,6 +171,7 @@ describe("agent graphs", () => {
       turnStart: 0,
       runState: step.runState,
       outcomes,
+      joined: [],
       signal: new AbortController().signal,
       emit: () => {},
     });

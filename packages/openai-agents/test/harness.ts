@@ -55,6 +55,7 @@ export async function runTurn(
       turnStart,
       runState,
       outcomes,
+      joined: [],
       signal: new AbortController().signal,
       emit: options.onDelta ?? (() => {}),
     });

@@ -42,6 +42,7 @@ function step(
     turnStart,
     runState,
     outcomes,
+    joined: [],
     signal: new AbortController().signal,
     emit: () => {},
   };

@@ -39,6 +39,7 @@ const resume = (runState: string, calls: readonly RequestedToolCall[], history =
     turnStart: 0,
     runState,
     outcomes: outcomesOf(calls),
+    joined: [],
     signal: new AbortController().signal,
     emit: () => {},
   };
@@ -55,6 +56,31 @@ describe("the stored run state of version 1", () => {
       expect(final.kind).toBe("final");
       expect(final.kind === "final" && final.text).toBe("Results: look_up -> order 1 is shipped");
       expect(runs).toEqual([]); // the recorded outcome is handed back; the tool does not run again
+    });
+  }
+
+  for (const kind of ["compact", "plain"] as const) {
+    it(`resumes a ${kind} envelope written by 0.1.0 in a step a steered message joined`, async () => {
+      const saved = fixture[kind];
+      const { runner } = orderAgent();
+      const aside = runner.userItem("message", "and be quick");
+      const history = [...fixture.history, aside];
+      const lastCall = saved.calls.at(-1)!.toolCallId;
+      const final = await runner.runModel({
+        sessionId: "s",
+        turnId: "t",
+        modelStep: 2,
+        history,
+        turnStart: 0,
+        runState: saved.runState,
+        outcomes: outcomesOf(saved.calls),
+        joined: [{ item: aside, historyIndex: history.length - 1, modelStep: 2, afterToolCallId: lastCall }],
+        signal: new AbortController().signal,
+        emit: () => {},
+      });
+      if (final.kind !== "final") throw new Error("expected a final answer");
+      expect(final.text).toBe("Results: look_up -> order 1 is shipped (also: and be quick)");
+      expect(final.items.map((item) => item.display.role)).toEqual(["assistant", "tool", "assistant"]);
     });
   }
 

@@ -1,11 +1,11 @@
 import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { MaxTurnsExceededError } from "@openai/agents";
+import { MaxTurnsExceededError, type ModelRequest } from "@openai/agents";
 import { ContractViolationError, ToolExecutionError, type HistoryItem, type Runner } from "@durable-agents/core";
 import type { ModelDelta, RecordedOutcome, RunModelInput } from "@durable-agents/core/engine";
-import { scriptedToolCallId } from "@durable-agents/core/testing";
+import { TURN_CANCELLED_NOTE_PREFIX, scriptedHangs, scriptedToolCallId } from "@durable-agents/core/testing";
 import { RunStateMismatchError } from "../src/index.js";
-import { scriptedInputFromItems } from "../src/testing/index.js";
+import { ScriptedModel, scriptedInputFromItems } from "../src/testing/index.js";
 import { orderAgent } from "./fixtures.js";
 import { callOnce, runTurn } from "./harness.js";
 
@@ -25,6 +25,7 @@ function input(
     turnStart,
     runState,
     outcomes,
+    joined: [],
     signal: new AbortController().signal,
     emit,
   };
@@ -291,7 +292,45 @@ describe("OpenAIAgentsRunner", () => {
       toolResponses: 0,
       toolResults: [],
       failureNotesSeen: 1,
+      cancelNotesSeen: 0,
+      steered: [],
     });
+  });
+
+  it("the scripted model reads steered messages (after the turn's message or a tool result) and cancel notes", () => {
+    const { runner } = orderAgent();
+    const items = [
+      runner.userItem("message", "earlier").item,
+      runner.userItem("turn_failure_note", `${TURN_CANCELLED_NOTE_PREFIX} it was cancelled`).item,
+      runner.userItem("message", 'call look_up {"id":"1"}').item,
+      runner.userItem("message", "first aside").item,
+      { type: "function_call", callId: "c1", name: "look_up", arguments: '{"id":"1"}', status: "completed" },
+      { type: "function_call_result", callId: "c1", name: "look_up", status: "completed", output: "shipped" },
+      runner.userItem("message", "second aside").item,
+    ];
+    expect(scriptedInputFromItems(items as never)).toEqual({
+      userText: 'call look_up {"id":"1"}',
+      toolResponses: 1,
+      toolResults: [{ name: "look_up", text: "shipped" }],
+      failureNotesSeen: 0,
+      cancelNotesSeen: 1,
+      steered: ["first aside", "second aside"],
+    });
+  });
+
+  it("the scripted model hangs at 'hang model' until the request's signal aborts", async () => {
+    const model = new ScriptedModel();
+    const userText = "openai-agents testing: hang here\nhang model";
+    const controller = new AbortController();
+    const request = { input: userText, signal: controller.signal } as unknown as ModelRequest;
+    const answered = model.getResponse(request).then(
+      () => "answered",
+      (error: unknown) => (error as Error).message,
+    );
+    expect(scriptedHangs(userText)).toEqual({ started: 1, aborted: 0 });
+    controller.abort(new Error("stop now"));
+    expect(await answered).toBe("stop now");
+    expect(scriptedHangs(userText)).toEqual({ started: 1, aborted: 1 });
   });
 
   it("a retried step (same run state, same outcomes) gets the same answer", async () => {

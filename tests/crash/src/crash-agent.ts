@@ -3,11 +3,20 @@
  * script of `call <tool> <json>` lines and `then` separators) with four tools, one per row of the
  * policy table that matters here. Every tool writes its execution to its execution log before it
  * works, sleeps a few milliseconds (so a SIGKILL can land mid-call), and fails at random.
+ *
+ * The tools observe their call's abort signal (`currentToolCall().signal`: the turn was cancelled,
+ * or the worker is losing the session). The work of every tool is "done" at the end of its sleep,
+ * so a tool stopped during the sleep changed nothing: `read` and `idempotent_write` stop at once
+ * (they may be repeated safely; they throw); a single-attempt tool stops half of the time with
+ * `ToolCancelledError` (it says it changed nothing) and half of the time ignores the signal and
+ * finishes (a tool that cannot be interrupted: its real outcome, or `outcome_unknown` once the
+ * grace period is over). A stop is recorded as the execution's result `cancelled`.
  */
 import { randomInt } from "node:crypto";
 import {
   currentToolCall,
   defineSession,
+  ToolCancelledError,
   ToolExecutionError,
   type SessionDefinition,
   type ToolEffect,
@@ -35,6 +44,28 @@ export interface CrashAgentOptions {
   readonly failureRate?: number;
   /** Longest sleep of a tool, in ms. Default 50. */
   readonly maxSleepMs?: number;
+  /**
+   * How long a cancelled turn waits for its calls in flight. Default 30 ms: shorter than most of a
+   * tool's sleep, so a single-attempt tool that ignores the signal sometimes returns in time (its
+   * real outcome) and sometimes not (`outcome_unknown`).
+   */
+  readonly cancelGraceMs?: number;
+}
+
+/** Sleeps `ms`; resolves `true` as soon as `signal` aborts (at once when it has), else `false`. */
+function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve(false);
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -49,6 +80,9 @@ function crashTool(name: CrashToolName, options: CrashAgentOptions): Conformance
     async execute(args) {
       const call = currentToolCall();
       if (!call) throw new Error(`${name} ran outside a tool call step`);
+      const signal = call.signal;
+      // Stopped before it began: nothing was done, nothing is recorded.
+      if (signal?.aborted) throw new ToolCancelledError(`${name} was stopped before it began`);
       const id = await options.executions.start({
         sessionId: call.sessionId,
         turnId: call.turnId,
@@ -59,7 +93,20 @@ function crashTool(name: CrashToolName, options: CrashAgentOptions): Conformance
         workerPid: process.pid,
         startedAt: Date.now(),
       });
-      await sleep(randomInt(2, maxSleepMs + 1));
+      const sleepMs = randomInt(2, maxSleepMs + 1);
+      const sleptFrom = Date.now();
+      if (await sleepUnlessAborted(sleepMs, signal)) {
+        const singleAttempt = crashTools[name].maxExecutions === 1;
+        if (!singleAttempt || Math.random() < 0.5) {
+          await options.executions.finish(id, Date.now(), "cancelled");
+          if (name !== "read")
+            throw new ToolCancelledError(`${name} stopped on its signal; key ${String(args.key)} untouched`);
+          // A read may simply stop (any error): it is safe to repeat.
+          throw signal?.reason instanceof Error ? signal.reason : new Error(`${name} stopped on its signal`);
+        }
+        // It cannot be interrupted: the rest of its work, then its real result.
+        await sleep(Math.max(0, sleepMs - (Date.now() - sleptFrom)));
+      }
       const roll = Math.random();
       // Single-attempt tools fail half the time with a message for the model (recorded `failed`),
       // half the time with an error (recorded `outcome_unknown`); the others are retried.
@@ -92,5 +139,6 @@ export function crashAgent(options: CrashAgentOptions): SessionDefinition {
     },
     modelRetry: { initialDelayMs: 50, maxDelayMs: 200 },
     toolBackoff: { initialDelayMs: 20, maxDelayMs: 200 },
+    cancelGraceMs: options.cancelGraceMs ?? 30,
   });
 }

@@ -8,15 +8,22 @@
 import {
   DuplicateResolutionError,
   DurableAgentsError,
+  InterruptNotFoundError,
   SessionClient,
   SessionStateError,
   type SessionEvent,
 } from "@durable-agents/core";
 import type { PostgresServer } from "@durable-agents/store-postgres/testing";
 import { CRASH_AGENT } from "./crash-agent.js";
-import { checkInvariants, type InvariantStats } from "./invariants.js";
+import {
+  checkInvariants,
+  decisionOf,
+  type AcceptedCancel,
+  type InvariantStats,
+  type RefusedDecision,
+} from "./invariants.js";
 import type { RunData } from "./run-data.js";
-import { planSessions, type PlannedSession } from "./session-plan.js";
+import { planSessions, type PlannedCancel, type PlannedSession } from "./session-plan.js";
 import { openBackend, type StoreFigures, type StoreKind } from "./store-backend.js";
 import { WorkerFleet, type WorkerLife } from "./worker-fleet.js";
 
@@ -47,6 +54,8 @@ export interface CrashRunOptions {
   readonly pollIntervalMs?: number;
   /** Chance that one tool execution fails. Default 0.2. */
   readonly failureRate?: number;
+  /** Share of turns the driver tries to cancel (`client.cancelTurn`). Default 0.2. */
+  readonly cancelRate?: number;
   readonly workerConcurrency?: number;
   /** Bound of the whole run until every session is at rest. */
   readonly timeoutMs: number;
@@ -72,6 +81,30 @@ export interface CrashRunCounts {
   decisionsAcceptedOnRetry: number;
   /** Deliberate second decisions, refused with DuplicateResolutionError. */
   duplicateDecisionsRefused: number;
+  /** Planned cancellations the driver did not send: it saw the turn end first. */
+  cancelsNotSent: number;
+  /** `cancelTurn` calls accepted (one inbox entry each). */
+  cancelsAccepted: number;
+  /** Of those, by mode: `running` (during the turn) and `approval` (while it waited for a decision). */
+  cancelsAcceptedWhileRunning: number;
+  cancelsAcceptedAtApproval: number;
+  /** Accepted cancellations that named a later turn than the one planned (it had ended meanwhile). */
+  cancelsNamingAnotherTurn: number;
+  /** Cancellations retried after a lost answer and answered `duplicate`: the first try had landed. */
+  cancelsAcceptedOnRetry: number;
+  /** `cancelTurn` refused with SessionStateError: no turn ran any more. */
+  cancelsRefusedNoTurn: number;
+  /** Deliberate second sends of a request ID, answered `duplicate` with the first one's seq and turn. */
+  duplicateCancelsAnswered: number;
+  /** Decisions sent after their turn's cancellation (approval mode), refused with SessionStateError. */
+  lateDecisionsRefused: number;
+  /**
+   * The same refused with InterruptNotFoundError instead: the turn was cancelled and a later turn had
+   * started (core's client looks for the cancelled call in the running turn only; see the README).
+   */
+  lateDecisionsRefusedNotFound: number;
+  /** Decisions (first or second) refused with SessionStateError or InterruptNotFoundError while racing a cancellation of their turn. */
+  decisionsRefusedCancelled: number;
   /** Client calls that failed because the database was away, and were retried. */
   transientClientErrors: number;
   /** Error lines the worker processes reported (lost leases, connections), by kind of message. */
@@ -94,6 +127,9 @@ export interface CrashRunResult {
   readonly plan: readonly PlannedSession[];
   /** What the run left in the database, as the checks read it. */
   readonly data: RunData;
+  /** The cancellations the client accepted, and the decisions it refused because their turn was cancelled. */
+  readonly cancels: readonly AcceptedCancel[];
+  readonly refusedDecisions: readonly RefusedDecision[];
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -123,7 +159,14 @@ interface Tracker {
   turnsEnded: number;
   readonly seenInterrupts: Set<string>;
   readonly waiters: { turns: number; resolve: () => void }[];
+  /** The cancellation sent for a turn (by turn number), once it is sent: resolves with the accepted answer, or null. */
+  readonly cancels: Map<number, Promise<{ seq: number; turnId: string } | null>>;
+  /** Turn numbers whose end the driver saw. */
+  readonly ended: Set<number>;
 }
+
+/** `turn-3` -> 3. */
+const turnNumber = (turnId: string) => Number(turnId.replace(/^turn-/, ""));
 
 function messageKind(line: string): string {
   try {
@@ -155,6 +198,17 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
     rejectionsSent: 0,
     decisionsAcceptedOnRetry: 0,
     duplicateDecisionsRefused: 0,
+    cancelsNotSent: 0,
+    cancelsAccepted: 0,
+    cancelsAcceptedWhileRunning: 0,
+    cancelsAcceptedAtApproval: 0,
+    cancelsNamingAnotherTurn: 0,
+    cancelsAcceptedOnRetry: 0,
+    cancelsRefusedNoTurn: 0,
+    duplicateCancelsAnswered: 0,
+    lateDecisionsRefused: 0,
+    lateDecisionsRefusedNotFound: 0,
+    decisionsRefusedCancelled: 0,
     transientClientErrors: 0,
     workerErrors: {},
     durationMs: 0,
@@ -164,6 +218,7 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
     seed: options.seed ?? 1,
     spreadMs: options.spreadMs ?? 0,
     maxTurns: options.maxTurns ?? 3,
+    ...(options.cancelRate !== undefined ? { cancelRate: options.cancelRate } : {}),
   });
   const totalTurns = plan.reduce((sum, session) => sum + session.turns.length, 0);
   counts.turns = totalTurns;
@@ -209,7 +264,15 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
   const trackers = new Map<string, Tracker>(
     plan.map((session) => [
       session.sessionId,
-      { plan: session, cursor: 0, turnsEnded: 0, seenInterrupts: new Set(), waiters: [] },
+      {
+        plan: session,
+        cursor: 0,
+        turnsEnded: 0,
+        seenInterrupts: new Set(),
+        waiters: [],
+        cancels: new Map(),
+        ended: new Set(),
+      },
     ]),
   );
   let turnsEnded = 0;
@@ -228,9 +291,150 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
   const finished = () => turnsEnded >= totalTurns;
   let stopped = false;
   const background: Promise<unknown>[] = [];
+  /** Every cancellation the client accepted, for the checks (the inbox must hold exactly these). */
+  const acceptedCancels: AcceptedCancel[] = [];
+  /** Decisions the client refused because their turn was cancelled, for the checks. */
+  const refusedDecisions: RefusedDecision[] = [];
+
+  // --- Cancellations ---------------------------------------------------------------------------
+  /** Sends the planned cancellation of turn `number` (once), and its duplicate if planned. */
+  function sendCancel(
+    tracker: Tracker,
+    number: number,
+    planned: PlannedCancel,
+  ): Promise<{ seq: number; turnId: string } | null> {
+    const sent = tracker.cancels.get(number);
+    if (sent) return sent;
+    const sending = cancelOnce(tracker, number, planned);
+    tracker.cancels.set(number, sending);
+    return sending;
+  }
+
+  async function cancelOnce(
+    tracker: Tracker,
+    number: number,
+    planned: PlannedCancel,
+  ): Promise<{ seq: number; turnId: string } | null> {
+    const { sessionId } = tracker.plan;
+    const request = { reason: `crash driver, ${planned.when}`, requestId: planned.requestId };
+    let accepted: { seq: number; turnId: string };
+    try {
+      accepted = await retrying(`cancel ${planned.requestId}`, async (attempt) => {
+        const answer = await client.cancelTurn(sessionId, request);
+        if (answer.duplicate && attempt === 1)
+          violations.push(
+            `${sessionId}: the first send of cancellation ${planned.requestId} was answered as a duplicate`,
+          );
+        if (answer.duplicate) counts.cancelsAcceptedOnRetry += 1;
+        return answer;
+      });
+    } catch (error) {
+      // Nothing ran any more (the turn ended and no message waited): nothing was written.
+      if (SessionStateError.isInstance(error)) {
+        counts.cancelsRefusedNoTurn += 1;
+        if (planned.when === "approval")
+          violations.push(`${sessionId}: cancelling turn-${number} while it waited for approval was refused`);
+        return null;
+      }
+      violations.push(`${sessionId}: cancelling turn-${number} failed: ${(error as Error).message}`);
+      return null;
+    }
+    counts.cancelsAccepted += 1;
+    if (planned.when === "running") counts.cancelsAcceptedWhileRunning += 1;
+    else counts.cancelsAcceptedAtApproval += 1;
+    acceptedCancels.push({ sessionId, requestId: planned.requestId, seq: accepted.seq, turnId: accepted.turnId });
+    if (accepted.turnId !== `turn-${number}`) {
+      counts.cancelsNamingAnotherTurn += 1;
+      // A turn waiting for a decision cannot have ended: the cancellation must name it.
+      if (planned.when === "approval")
+        violations.push(
+          `${sessionId}: the cancellation of turn-${number} (waiting for approval) named ${accepted.turnId}`,
+        );
+    }
+    if (planned.duplicate !== "none") {
+      background.push(
+        (async () => {
+          if (planned.duplicate === "after the turn") await turnEnded(tracker, number);
+          const again = await retrying(`resend ${planned.requestId}`, () =>
+            client.cancelTurn(sessionId, request),
+          ).catch((error: unknown) => {
+            violations.push(
+              `${sessionId}: resending cancellation ${planned.requestId} failed: ${(error as Error).message}`,
+            );
+            return null;
+          });
+          if (!again) return;
+          if (again.duplicate && again.seq === accepted.seq && again.turnId === accepted.turnId)
+            counts.duplicateCancelsAnswered += 1;
+          else
+            violations.push(
+              `${sessionId}: resending cancellation ${planned.requestId} answered ${JSON.stringify(again)}, not the first one's seq ${accepted.seq} and ${accepted.turnId} as a duplicate`,
+            );
+        })(),
+      );
+    }
+    return accepted;
+  }
+
+  /** A running-mode cancellation: `delayMs` after the turn was seen starting, unless it was seen ending first. */
+  async function cancelWhileRunning(tracker: Tracker, number: number, planned: PlannedCancel): Promise<void> {
+    await sleep(planned.delayMs);
+    if (stopped) return;
+    if (tracker.ended.has(number)) {
+      counts.cancelsNotSent += 1;
+      return;
+    }
+    await sendCancel(tracker, number, planned);
+  }
+
+  /** Records a decision the client refused; the checks confirm its call ended `cancelled`. */
+  function refused(
+    sessionId: string,
+    interruptId: string,
+    turnId: string,
+    error: unknown,
+    kind: RefusedDecision["kind"],
+  ): boolean {
+    const code = SessionStateError.isInstance(error)
+      ? "session_state"
+      : InterruptNotFoundError.isInstance(error)
+        ? "interrupt_not_found"
+        : null;
+    if (code === null) return false;
+    refusedDecisions.push({ sessionId, interruptId, turnId, code, kind });
+    if (kind === "late" && code === "session_state") counts.lateDecisionsRefused += 1;
+    else if (kind === "late") counts.lateDecisionsRefusedNotFound += 1;
+    else counts.decisionsRefusedCancelled += 1;
+    return true;
+  }
+
+  /**
+   * Approval mode: the turn's cancellation first (sent once, for its first interrupt), then this
+   * interrupt's decision, which must be refused: the call will never run.
+   */
+  async function decideLate(
+    tracker: Tracker,
+    interruptId: string,
+    turnId: string,
+    args: string,
+    planned: PlannedCancel,
+  ) {
+    const { sessionId } = tracker.plan;
+    const accepted = await sendCancel(tracker, turnNumber(turnId), planned);
+    if (!accepted) return;
+    const approved = decisionOf(args) === "approve";
+    const input = { interruptId, approved, message: approved ? null : "rejected by the crash driver" };
+    try {
+      await retrying(`late decision ${interruptId}`, () => client.resolveInterrupt(sessionId, input));
+      violations.push(`${sessionId}: a decision for ${interruptId}, sent after its turn was cancelled, was accepted`);
+    } catch (error) {
+      if (!refused(sessionId, interruptId, turnId, error, "late"))
+        violations.push(`${sessionId}: a late decision for ${interruptId} failed: ${(error as Error).message}`);
+    }
+  }
 
   // --- Decisions -----------------------------------------------------------------------------
-  async function decide(sessionId: string, interruptId: string, args: string): Promise<void> {
+  async function decide(sessionId: string, interruptId: string, turnId: string, args: string): Promise<void> {
     let decision: unknown;
     try {
       decision = (JSON.parse(args) as { decision?: unknown }).decision;
@@ -261,7 +465,9 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
       if (approved) counts.approvalsSent += 1;
       else counts.rejectionsSent += 1;
     } catch (error) {
-      violations.push(`${sessionId}: resolving ${interruptId} failed: ${(error as Error).message}`);
+      // A cancellation of its turn came first (the checks confirm the call ended cancelled).
+      if (!refused(sessionId, interruptId, turnId, error, "first"))
+        violations.push(`${sessionId}: resolving ${interruptId} failed: ${(error as Error).message}`);
       return;
     }
     // Some decisions are sent twice, at once (a double click) or later (often after the turn
@@ -272,21 +478,33 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
         await retrying(`resend ${interruptId}`, () => client.resolveInterrupt(sessionId, input));
         violations.push(`${sessionId}: a second decision for ${interruptId} was accepted`);
       } catch (error) {
-        // Whether it is still pending, applied, or its turn is over: a second decision is a duplicate.
+        // Whether it is still pending, applied, or its turn is over: a second decision is a duplicate
+        // (or, when the turn was cancelled before the first one was applied, refused as such).
         if (DuplicateResolutionError.isInstance(error)) counts.duplicateDecisionsRefused += 1;
-        else violations.push(`${sessionId}: a second decision for ${interruptId} failed: ${(error as Error).message}`);
+        else if (!refused(sessionId, interruptId, turnId, error, "second"))
+          violations.push(`${sessionId}: a second decision for ${interruptId} failed: ${(error as Error).message}`);
       }
     }
   }
 
   // --- Following the events ------------------------------------------------------------------
   function onEvent(tracker: Tracker, event: SessionEvent): void {
-    if (event.type === "interrupt_created") {
+    if (event.type === "turn_started") {
+      const number = turnNumber(event.data.turnId);
+      const planned = tracker.plan.turns[number - 1]?.cancel;
+      if (planned?.when === "running") background.push(cancelWhileRunning(tracker, number, planned));
+    } else if (event.type === "interrupt_created") {
       const interrupt = event.data.interrupt;
       if (tracker.seenInterrupts.has(interrupt.interruptId)) return;
       tracker.seenInterrupts.add(interrupt.interruptId);
-      background.push(decide(tracker.plan.sessionId, interrupt.interruptId, interrupt.arguments));
-    } else if (event.type === "turn_completed" || event.type === "turn_failed") {
+      const planned = tracker.plan.turns[turnNumber(interrupt.turnId) - 1]?.cancel;
+      background.push(
+        planned?.when === "approval"
+          ? decideLate(tracker, interrupt.interruptId, interrupt.turnId, interrupt.arguments, planned)
+          : decide(tracker.plan.sessionId, interrupt.interruptId, interrupt.turnId, interrupt.arguments),
+      );
+    } else if (event.type === "turn_completed" || event.type === "turn_failed" || event.type === "turn_cancelled") {
+      tracker.ended.add(turnNumber(event.data.turnId));
       tracker.turnsEnded += 1;
       turnsEnded += 1;
       for (const waiter of tracker.waiters.filter((w) => tracker.turnsEnded >= w.turns)) {
@@ -496,7 +714,12 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
     for (const tracker of trackers.values()) for (const waiter of tracker.waiters.splice(0)) waiter.resolve();
     await sessionsDone;
     await chaosDone;
-    await Promise.all(background);
+    // Background work may add more (a cancellation's second send): wait until none is left.
+    for (let awaited = 0; awaited < background.length; ) {
+      const batch = background.slice(awaited);
+      awaited = background.length;
+      await Promise.all(batch);
+    }
     await pumping;
     await fleet.stop();
     for (const life of fleet.unexpectedExits) {
@@ -508,6 +731,8 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
     const checked = checkInvariants(data, {
       plan,
       workers: fleet.lives,
+      cancels: acceptedCancels,
+      refusedDecisions,
       ...(options.requireFinishedExecutions ? { requireFinishedExecutions: true } : {}),
     });
     violations.push(...checked.violations);
@@ -520,6 +745,8 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
       workers: fleet.lives,
       plan,
       data,
+      cancels: acceptedCancels,
+      refusedDecisions,
     };
   } finally {
     stopped = true;

@@ -21,8 +21,12 @@ export interface ExecutionStart {
   readonly startedAt: number;
 }
 
-/** How an execution ended: `ok`, a retryable `error`, or a `tool_error` the model sees. */
-export type ExecutionResult = "ok" | "error" | "tool_error";
+/**
+ * How an execution ended: `ok`, a retryable `error`, a `tool_error` the model sees, or `cancelled`:
+ * the tool stopped on its abort signal before doing its work (a single-attempt tool then threw
+ * `ToolCancelledError`).
+ */
+export type ExecutionResult = "ok" | "error" | "tool_error" | "cancelled";
 
 export interface ExecutionRow extends ExecutionStart {
   readonly id: number;

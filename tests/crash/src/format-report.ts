@@ -11,13 +11,26 @@ export function formatReport(result: CrashRunResult): string {
   const { counts, stats, violations } = result;
   const perWorker = Object.values(stats.executionsPerWorker);
   const lines = [
-    `sessions ${stats.sessions}/${counts.sessions}, turns ${stats.turnsCompleted} completed + ${stats.turnsFailed} failed of ${counts.turns}, ` +
+    `sessions ${stats.sessions}/${counts.sessions}, turns ${stats.turnsCompleted} completed + ${stats.turnsFailed} failed + ${stats.turnsCancelled} cancelled of ${counts.turns}, ` +
       `duration ${(counts.durationMs / 1000).toFixed(1)} s`,
     `workers started ${counts.workersStarted}, kills ${counts.kills} (${stats.killsMidCall} mid-call), PostgreSQL restarts ${counts.restarts}, ` +
       `recoveries ${stats.recoveries}`,
     `messages accepted ${counts.messagesAccepted} (${counts.messagesAcceptedOnRetry} on a retry), duplicates refused ${counts.duplicateMessagesRefused}`,
     `decisions: ${counts.approvalsSent} approvals, ${counts.rejectionsSent} rejections (${counts.decisionsAcceptedOnRetry} retries answered ` +
       `DuplicateResolutionError), ${counts.duplicateDecisionsRefused} double decisions refused`,
+    `cancellations: ${counts.cancelsAccepted} accepted (${counts.cancelsAcceptedWhileRunning} while running, ${counts.cancelsAcceptedAtApproval} at an approval; ` +
+      `${counts.cancelsAcceptedOnRetry} on a retry, ${counts.cancelsNamingAnotherTurn} named a later turn), ${counts.cancelsRefusedNoTurn} refused (no turn ran), ` +
+      `${counts.cancelsNotSent} not sent (the turn ended first), ${counts.duplicateCancelsAnswered} duplicates answered; in the inboxes ${stats.cancelEntries}: ` +
+      `${stats.cancelsApplied} applied, ${stats.cancelsSkipped} skipped, ${stats.cancelsAbsorbed} absorbed`,
+    `cancelled turns ${stats.turnsCancelled} (${stats.scriptedFailuresCancelled} scripted to fail, ${stats.receiptsWithModelCallAborted} with a model call aborted, ` +
+      `${stats.turnsCancellingWithCallsInFlight} waited for calls in flight); receipts' calls: ${list(stats.receiptCalls)}; ` +
+      `single-attempt calls that executed: ${list(stats.receiptSingleAttemptExecuted)}; executions stopped on their signal ${stats.executionsStopped}`,
+    `decisions after a cancellation: ${counts.lateDecisionsRefused} late ones refused (SessionStateError), ${counts.lateDecisionsRefusedNotFound} refused as not found ` +
+      `(a later turn had started), ${counts.decisionsRefusedCancelled} racing ones refused; ${stats.interruptsCancelled} interrupts cancelled while waiting, ` +
+      `${stats.decisionsAcceptedAfterCancel} decisions accepted after the cancellation and consumed unapplied`,
+    `known core issues (README, "Found in core"): text deltas of cancelled turns after their receipt ${stats.deltasAfterReceipt}; ` +
+      `decisions refused as not found after a later turn started ${stats.decisionsRefusedNotFound}; ` +
+      `second decisions refused as "will never run" although the first was applied ${stats.secondDecisionsRefusedAsCancelled}`,
     `executions per tool: ${list(stats.executionsPerTool)}; calls ${stats.calls}, ${stats.callsRunMoreThanOnce} ran more than once`,
     `outcomes: ${list(stats.outcomes)}`,
     `executions per worker: ${perWorker.length} workers, ${perWorker.join("/")}; sessions on several workers ${stats.sessionsOnSeveralWorkers}; ` +

@@ -28,13 +28,21 @@ export {
 } from "./execution-log.js";
 export { parseFlags } from "./flags.js";
 export { formatReport, summarizeViolations } from "./format-report.js";
-export { checkInvariants, type InvariantOptions, type InvariantReport, type InvariantStats } from "./invariants.js";
+export {
+  checkInvariants,
+  type AcceptedCancel,
+  type InvariantOptions,
+  type InvariantReport,
+  type InvariantStats,
+  type RefusedDecision,
+} from "./invariants.js";
 export { loadRunData, type RunData, type SessionRow, type StoredEvent } from "./run-data.js";
 export {
   planSessions,
   seededRandom,
   type PlanOptions,
   type PlannedCall,
+  type PlannedCancel,
   type PlannedSession,
   type PlannedTurn,
 } from "./session-plan.js";

@@ -8,6 +8,8 @@ import { readExecutions, type ExecutionRow } from "./execution-log.js";
 
 export interface StoredEvent {
   readonly seq: number;
+  /** When the store wrote it (epoch ms): PostgreSQL's `now()` of the commit, SQLite's clock in the commit. */
+  readonly at: number;
   readonly type: string;
   readonly data: Record<string, unknown>;
 }
@@ -46,9 +48,14 @@ export async function loadRunData(pool: pg.Pool, schema = "durable_agents"): Pro
   }
   const events = new Map<string, StoredEvent[]>();
   for (const row of (
-    await pool.query(`SELECT session_id, seq, type, data FROM ${schema}.events ORDER BY session_id, seq`)
+    await pool.query(`SELECT session_id, seq, at, type, data FROM ${schema}.events ORDER BY session_id, seq`)
   ).rows) {
-    push(events, row.session_id, { seq: Number(row.seq), type: row.type, data: row.data });
+    push(events, row.session_id, {
+      seq: Number(row.seq),
+      at: (row.at as Date).getTime(),
+      type: row.type,
+      data: row.data,
+    });
   }
   const inbox: RunData["inbox"] = new Map();
   for (const row of (

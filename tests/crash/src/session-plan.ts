@@ -12,6 +12,25 @@ export interface PlannedCall {
   readonly decision: "approve" | "reject" | null;
 }
 
+/**
+ * A cancellation the driver sends for a turn (`client.cancelTurn`, always with a request ID). Whether
+ * it cancels the turn depends on timing: it may reach the session after the turn ended
+ * (`cancel_skipped`), or be refused because no turn runs; the checks read what happened from the
+ * database.
+ */
+export interface PlannedCancel {
+  /**
+   * `running`: sent `delayMs` after the driver saw the turn start (unless it saw the turn end first).
+   * `approval`: sent when the turn's first interrupt appears; the turn's decisions are sent after it
+   * (late), and must be refused.
+   */
+  readonly when: "running" | "approval";
+  readonly delayMs: number;
+  readonly requestId: string;
+  /** The same request sent a second time: at once, or once the driver saw the turn end. */
+  readonly duplicate: "none" | "at once" | "after the turn";
+}
+
 export interface PlannedTurn {
   /** 1-based. */
   readonly number: number;
@@ -25,6 +44,8 @@ export interface PlannedTurn {
   readonly send: "queued" | "after";
   /** The driver sends this message a second time with the same ID (it must be accepted once). */
   readonly resend: boolean;
+  /** The driver tries to cancel this turn. */
+  readonly cancel: PlannedCancel | null;
 }
 
 export interface PlannedSession {
@@ -43,6 +64,8 @@ export interface PlanOptions {
   readonly maxTurns?: number;
   /** Prefix of the session IDs. */
   readonly prefix?: string;
+  /** Share of turns the driver tries to cancel. Default 0.2. */
+  readonly cancelRate?: number;
 }
 
 /** A small, seeded pseudo-random generator (mulberry32), so a seed always gives the same plan. */
@@ -75,6 +98,9 @@ export function planSessions(options: PlanOptions): PlannedSession[] {
   const pick = (n: number) => Math.floor(random() * n);
   const maxTurns = Math.max(1, options.maxTurns ?? 3);
   const prefix = options.prefix ?? `crash-${options.seed}`;
+  // Cancellations are drawn from a generator of their own, so a seed's scripts stay what they were.
+  const cancelRandom = seededRandom(options.seed * 7919 + 17);
+  const cancelRate = options.cancelRate ?? 0.2;
   const sessions: PlannedSession[] = [];
   for (let s = 0; s < options.sessions; s++) {
     const sessionId = `${prefix}-${String(s + 1).padStart(4, "0")}`;
@@ -105,15 +131,18 @@ export function planSessions(options: PlanOptions): PlannedSession[] {
         }
       });
       if (failAt === blockCount) lines.push("fail model");
+      const asked = failAt >= 0 ? blocks.slice(0, failAt) : blocks;
+      const turnId = `turn-${n}`;
       turns.push({
         number: n,
         messageId: `${sessionId}.m${n}`,
         text: lines.join("\n"),
         // Only the blocks before the failure are ever asked for.
-        blocks: failAt >= 0 ? blocks.slice(0, failAt) : blocks,
+        blocks: asked,
         failsModel: failAt >= 0,
         send: n > 1 && random() < 0.4 ? "queued" : "after",
         resend: random() < 0.15,
+        cancel: planCancel(cancelRandom, cancelRate, `${sessionId}.${turnId}.cancel`, asked),
       });
     }
     const spread = options.spreadMs ?? 0;
@@ -124,4 +153,26 @@ export function planSessions(options: PlanOptions): PlannedSession[] {
     });
   }
   return sessions;
+}
+
+/**
+ * Whether and how the driver tries to cancel a turn. Half of the cancellations of turns that will
+ * wait for an approval are sent while they wait; 30 % are sent twice with the same request ID.
+ */
+function planCancel(
+  random: () => number,
+  rate: number,
+  requestId: string,
+  asked: readonly (readonly PlannedCall[])[],
+): PlannedCancel | null {
+  if (random() >= rate) return null;
+  const waitsForApproval = asked.flat().some((call) => crashTools[call.tool].needsApproval);
+  const when = waitsForApproval && random() < 0.5 ? "approval" : "running";
+  const roll = random();
+  return {
+    when,
+    delayMs: when === "running" ? Math.floor(random() * 100) : 0,
+    requestId,
+    duplicate: roll < 0.15 ? "at once" : roll < 0.3 ? "after the turn" : "none",
+  };
 }

@@ -5,7 +5,8 @@
  * evenly over `--minutes`; kills and restarts are spread over the run's progress. Without a URL it
  * starts a private PostgreSQL (and can then restart it). With `--store sqlite` the sessions are in
  * one SQLite file instead (`--sqlite-path`, default a new file in a temporary folder, removed
- * afterwards; no restarts). Prints the counts; exits 1 on any violation.
+ * afterwards; no restarts). `--cancel-rate` (0.2) is the share of turns the driver tries to
+ * cancel. Prints the counts; exits 1 on any violation.
  */
 import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
 import pg from "pg";
@@ -25,6 +26,7 @@ const flags = parseFlags(process.argv.slice(2), {
   "max-turns": "3",
   "lease-ttl-ms": "1500",
   "failure-rate": "0.2",
+  "cancel-rate": "0.2",
   "timeout-minutes": "",
   "database-url": "",
   store: "postgres",
@@ -47,6 +49,7 @@ const common = {
   maxTurns: number("max-turns"),
   leaseTtlMs: number("lease-ttl-ms"),
   failureRate: number("failure-rate"),
+  cancelRate: number("cancel-rate"),
   spreadMs: minutes * 60_000,
   timeoutMs: timeoutMinutes * 60_000,
   log: (line: string) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`),

@@ -244,11 +244,12 @@ export function readSqliteRunData(path: string, executionsPath = `${path}.execut
     }
     const events = new Map<string, StoredEvent[]>();
     for (const row of db
-      .prepare("SELECT session_id, seq, type, data FROM events ORDER BY session_id, seq")
+      .prepare("SELECT session_id, seq, at, type, data FROM events ORDER BY session_id, seq")
       .all() as Record<string, unknown>[]) {
       const list = events.get(String(row.session_id)) ?? [];
       list.push({
         seq: Number(row.seq),
+        at: Date.parse(String(row.at)),
         type: String(row.type),
         data: JSON.parse(String(row.data)) as Record<string, unknown>,
       });

@@ -30,13 +30,25 @@ describe("worker processes killed with SIGKILL", () => {
     expectNoViolations(result);
     expect(result.counts.kills).toBeGreaterThanOrEqual(12);
     expect(result.stats.sessions).toBe(80);
-    expect(result.stats.turnsCompleted + result.stats.turnsFailed).toBe(result.counts.turns);
+    expect(result.stats.turnsCompleted + result.stats.turnsFailed + result.stats.turnsCancelled).toBe(
+      result.counts.turns,
+    );
     // The scripts make some turns fail on purpose; they must fail explicitly, the rest complete.
-    expect(result.stats.turnsFailed).toBe(result.plan.flatMap((s) => s.turns).filter((t) => t.failsModel).length);
+    expect(result.stats.turnsFailed + result.stats.scriptedFailuresCancelled).toBe(
+      result.plan.flatMap((s) => s.turns).filter((t) => t.failsModel).length,
+    );
     // The kills hit running work: workers died inside tool calls, and later workers took over
     // calls the killed ones had started.
     expect(result.stats.killsMidCall).toBeGreaterThan(0);
     expect(result.stats.recoveries).toBeGreaterThan(0);
+    // Cancellations happened while turns ran and while they waited for approval; the late decisions
+    // were refused, the duplicate requests answered as duplicates (the invariants check the rest).
+    expect(result.stats.turnsCancelled).toBeGreaterThan(0);
+    expect(result.counts.cancelsAcceptedWhileRunning).toBeGreaterThan(0);
+    expect(result.counts.cancelsAcceptedAtApproval).toBeGreaterThan(0);
+    expect(result.counts.lateDecisionsRefused + result.counts.lateDecisionsRefusedNotFound).toBeGreaterThan(0);
+    expect(result.counts.duplicateCancelsAnswered).toBeGreaterThan(0);
+    expect(result.stats.receiptCalls.cancelled ?? 0).toBeGreaterThan(0);
     expect(result.counts.approvalsSent).toBeGreaterThan(0);
     expect(result.counts.rejectionsSent).toBeGreaterThan(0);
     expect(result.stats.executionsPerTool.non_idempotent_write).toBeGreaterThan(0);

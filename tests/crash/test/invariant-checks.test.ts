@@ -14,11 +14,13 @@ beforeAll(async () => {
   database = await createTestDatabase();
   run = await runCrashScenario({
     databaseUrl: database.connectionString,
-    sessions: 12,
+    sessions: 16,
     workers: 1,
     kills: 0,
     seed: 5,
     failureRate: 0,
+    // Half of the turns get a cancellation, so that there are receipts to break.
+    cancelRate: 0.5,
     timeoutMs: 60_000,
   });
 }, 90_000);
@@ -32,9 +34,31 @@ function copy(data: RunData): RunData {
 
 /** The violations the broken copy adds to those of the rows as they were. */
 function added(broken: RunData): string[] {
-  const options = { plan: run.plan, workers: run.workers };
+  const options = {
+    plan: run.plan,
+    workers: run.workers,
+    cancels: run.cancels,
+    refusedDecisions: run.refusedDecisions,
+  };
   const before = new Set(checkInvariants(run.data, options).violations);
   return checkInvariants(broken, options).violations.filter((v) => !before.has(v));
+}
+
+interface ReceiptData {
+  turnId: string;
+  requestId: string | null;
+  calls: { toolCallId: string; name: string; effect: string; status: string; attempts: number }[];
+}
+
+/** A session's turn_cancelled event (its index among the session's events) that `pick` accepts. */
+function receipt(data: RunData, pick: (receipt: ReceiptData, sessionId: string) => boolean) {
+  for (const [sessionId, events] of data.events) {
+    const index = events.findIndex(
+      (e) => e.type === "turn_cancelled" && pick(e.data as unknown as ReceiptData, sessionId),
+    );
+    if (index >= 0) return { sessionId, events, index, receipt: events[index]!.data as unknown as ReceiptData };
+  }
+  throw new Error("the run has no cancelled turn of the kind this break needs");
 }
 
 function execution(tool: string) {
@@ -102,5 +126,148 @@ describe("the invariant checks", () => {
     const write = data.executions.find((e) => e.tool === "idempotent_write" && e.result === "ok")!;
     (write as { result: string }).result = "error";
     expect(added(data).join("\n")).toContain(`call ${write.toolCallId} is recorded succeeded, but its attempt`);
+  });
+
+  it("find a receipt that leaves out a call of its turn, and one that misstates an outcome", () => {
+    const data = copy(run.data);
+    const found = receipt(data, (r) => r.calls.length >= 2);
+    const [left, misstated] = found.receipt.calls;
+    found.receipt.calls = found.receipt.calls.filter((call) => call !== left);
+    misstated!.status = misstated!.status === "succeeded" ? "failed" : "succeeded";
+    const broken = added(data).join("\n");
+    expect(broken).toContain(
+      `${found.sessionId}: event ${found.events[found.index]!.seq} (turn_cancelled) lists calls [`,
+    );
+    expect(broken).toContain(`lists call ${misstated!.toolCallId} as ${misstated!.status}, its outcome was`);
+  });
+
+  it("find a cancelled turn with a second receipt", () => {
+    const data = copy(run.data);
+    const found = receipt(data, () => true);
+    const last = found.events.at(-1)!;
+    found.events.push({ ...found.events[found.index]!, seq: last.seq + 1 });
+    expect(added(data).join("\n")).toContain(
+      `${found.sessionId}: ${found.receipt.turnId} ended cancelled with 2 turn_cancelled receipt(s)`,
+    );
+  });
+
+  it("find a turn cancelled by no accepted cancellation, and an accepted one missing from the inbox", () => {
+    const data = copy(run.data);
+    const found = receipt(data, (r) => r.requestId !== null);
+    const inbox = data.inbox.get(found.sessionId)!;
+    const index = inbox.findIndex((e) => e.entry.kind === "cancel" && e.entry.requestId === found.receipt.requestId);
+    inbox.splice(index, 1);
+    const broken = added(data).join("\n");
+    expect(broken).toContain(
+      `${found.receipt.turnId} was cancelled by ${found.receipt.requestId}, which is no accepted cancellation of it`,
+    );
+    expect(broken).toContain(`cancellation ${found.receipt.requestId} is in the inbox 0 time(s), not once`);
+  });
+
+  it("find a single-attempt call that executed but is recorded cancelled", () => {
+    const data = copy(run.data);
+    let call: { toolCallId: string; name: string } | undefined;
+    const found = receipt(data, (r) => {
+      call = r.calls.find((c) => c.effect === "non_idempotent_write" && c.status === "cancelled" && c.attempts === 0);
+      return call !== undefined;
+    });
+    const template = data.executions[0]!;
+    data.executions.push({
+      ...template,
+      id: 1e9,
+      sessionId: found.sessionId,
+      turnId: found.receipt.turnId,
+      tool: call!.name,
+      toolCallId: call!.toolCallId,
+      attempt: 1,
+      result: "ok",
+    });
+    expect(added(data).join("\n")).toContain(
+      `single-attempt call ${call!.toolCallId} executed (ok) but is recorded cancelled`,
+    );
+  });
+
+  it("find a tool of a cancelled turn that started after the turn's receipt", () => {
+    const data = copy(run.data);
+    const ran = data.executions.find((e) =>
+      data.events.get(e.sessionId)?.some((event) => event.type === "turn_cancelled" && event.data.turnId === e.turnId),
+    );
+    if (!ran) throw new Error("the run has no execution in a cancelled turn");
+    const at = data.events
+      .get(ran.sessionId)!
+      .find((e) => e.type === "turn_cancelled" && e.data.turnId === ran.turnId)!.at;
+    (ran as { startedAt: number }).startedAt = at + 5;
+    if (ran.finishedAt !== null) (ran as { finishedAt: number }).finishedAt = at + 6;
+    expect(added(data).join("\n")).toContain(
+      `call ${ran.toolCallId} of cancelled ${ran.turnId} started at ${at + 5}, after its receipt`,
+    );
+  });
+
+  it("find a decision accepted before its turn's cancellation that was never applied, and a refusal of a call that ran", () => {
+    const data = copy(run.data);
+    let cancelled: { toolCallId: string } | undefined;
+    const found = receipt(data, (r) => {
+      cancelled = r.calls.find(
+        (c) => c.effect === "non_idempotent_write" && c.status === "cancelled" && c.attempts === 0,
+      );
+      return cancelled !== undefined;
+    });
+    const interrupt = found.events
+      .map((e) => e.data.interrupt as { interruptId: string; toolCallId: string } | undefined)
+      .find((i) => i?.toolCallId === cancelled!.toolCallId);
+    if (!interrupt) throw new Error("the cancelled call waited for no interrupt");
+    const inbox = data.inbox.get(found.sessionId)!;
+    const cancel = inbox.find((e) => e.entry.kind === "cancel" && e.entry.requestId === found.receipt.requestId)!;
+    inbox.push({
+      seq: cancel.seq - 1,
+      dedupeKey: `resolution:${interrupt.interruptId}`,
+      entry: { kind: "resolution", interruptId: interrupt.interruptId, approved: true, message: null },
+    });
+    const succeeded = run.data.executions.find((e) => e.tool === "non_idempotent_write" && e.result === "ok")!;
+    const ranInterrupt = [...run.data.events.get(succeeded.sessionId)!]
+      .map((e) => e.data.interrupt as { interruptId: string; toolCallId: string; turnId: string } | undefined)
+      .find((i) => i?.toolCallId === succeeded.toolCallId)!;
+    const options = {
+      plan: run.plan,
+      workers: run.workers,
+      cancels: run.cancels,
+      refusedDecisions: [
+        ...run.refusedDecisions,
+        {
+          sessionId: succeeded.sessionId,
+          interruptId: ranInterrupt.interruptId,
+          turnId: ranInterrupt.turnId,
+          code: "session_state" as const,
+          kind: "first" as const,
+        },
+      ],
+    };
+    const before = new Set(
+      checkInvariants(run.data, { ...options, refusedDecisions: run.refusedDecisions }).violations,
+    );
+    const broken = checkInvariants(data, options)
+      .violations.filter((v) => !before.has(v))
+      .join("\n");
+    expect(broken).toContain(
+      `the decision for ${interrupt.interruptId} (inbox ${cancel.seq - 1}) came before its turn's cancellation`,
+    );
+    expect(broken).toContain(
+      `a decision for ${ranInterrupt.interruptId} was refused (session_state), but its call ended succeeded`,
+    );
+  });
+
+  it("find a call recorded cancelled in a turn that was not cancelled", () => {
+    const data = copy(run.data);
+    for (const [sessionId, events] of data.events) {
+      const completed = new Set(events.filter((e) => e.type === "turn_completed").map((e) => e.data.turnId));
+      const outcome = events.find((e) => e.type === "tool_call_completed" && completed.has(e.data.turnId));
+      if (!outcome) continue;
+      (outcome.data as { status: string }).status = "cancelled";
+      expect(added(data).join("\n")).toContain(
+        `${sessionId}: ${String(outcome.data.name)} call ${String(outcome.data.toolCallId)} ended cancelled, which its effect cannot give outside a cancelled turn`,
+      );
+      return;
+    }
+    throw new Error("the run has no completed turn with a call");
   });
 });

@@ -34,7 +34,7 @@ describe("the soak script", () => {
       ["--", "--sessions", "12", "--workers", "2", "--kills", "2", "--minutes", "0.05", "--database-url", url],
       90_000,
     );
-    expect(output).toMatch(/sessions 12\/12, turns \d+ completed \+ \d+ failed of \d+/);
+    expect(output).toMatch(/sessions 12\/12, turns \d+ completed \+ \d+ failed \+ \d+ cancelled of \d+/);
     expect(output).toMatch(/kills [12] \(/);
     expect(output).toContain("invariants: all hold");
     expect(code).toBe(0);
@@ -45,7 +45,7 @@ describe("the soak script", () => {
       ["--", "--store", "sqlite", "--sessions", "12", "--workers", "2", "--kills", "3", "--minutes", "0.05"],
       90_000,
     );
-    expect(output).toMatch(/sessions 12\/12, turns \d+ completed \+ \d+ failed of \d+/);
+    expect(output).toMatch(/sessions 12\/12, turns \d+ completed \+ \d+ failed \+ \d+ cancelled of \d+/);
     expect(output).toMatch(/kills [123] \(/);
     expect(output).toContain("invariants: all hold");
     expect(output).toContain("PRAGMA integrity_check: ok");

@@ -41,8 +41,12 @@ describe("worker processes on one SQLite file, killed with SIGKILL", () => {
 
     expect(result.counts.kills).toBeGreaterThanOrEqual(12);
     expect(result.stats.sessions).toBe(60);
-    expect(result.stats.turnsCompleted + result.stats.turnsFailed).toBe(result.counts.turns);
-    expect(result.stats.turnsFailed).toBe(result.plan.flatMap((s) => s.turns).filter((t) => t.failsModel).length);
+    expect(result.stats.turnsCompleted + result.stats.turnsFailed + result.stats.turnsCancelled).toBe(
+      result.counts.turns,
+    );
+    expect(result.stats.turnsFailed + result.stats.scriptedFailuresCancelled).toBe(
+      result.plan.flatMap((s) => s.turns).filter((t) => t.failsModel).length,
+    );
     // Kills landed inside tool calls, and other workers took over what the dead ones had running.
     expect(result.stats.killsMidCall).toBeGreaterThan(0);
     expect(result.stats.recoveries).toBeGreaterThan(0);
@@ -55,6 +59,14 @@ describe("worker processes on one SQLite file, killed with SIGKILL", () => {
     // A paused worker died holding rows its transaction had changed and not committed.
     expect(result.store.figures.pausesWithUncommittedRows).toBeGreaterThan(0);
     expect((diedIn.paused ?? 0) + (diedIn.open ?? 0) + (diedIn.committing ?? 0)).toBeGreaterThanOrEqual(3);
+    // Cancellations happened while turns ran and while they waited for approval; the late decisions
+    // were refused, the duplicate requests answered as duplicates (the invariants check the rest).
+    expect(result.stats.turnsCancelled).toBeGreaterThan(0);
+    expect(result.counts.cancelsAcceptedWhileRunning).toBeGreaterThan(0);
+    expect(result.counts.cancelsAcceptedAtApproval).toBeGreaterThan(0);
+    expect(result.counts.lateDecisionsRefused + result.counts.lateDecisionsRefusedNotFound).toBeGreaterThan(0);
+    expect(result.counts.duplicateCancelsAnswered).toBeGreaterThan(0);
+    expect(result.stats.receiptCalls.cancelled ?? 0).toBeGreaterThan(0);
     expect(result.counts.approvalsSent).toBeGreaterThan(0);
     expect(result.counts.rejectionsSent).toBeGreaterThan(0);
     expect(result.stats.executionsPerTool.non_idempotent_write).toBeGreaterThan(0);

@@ -1,13 +1,17 @@
 /**
  * A deterministic AI SDK language model for tests, built on the SDK's own `MockLanguageModelV4`.
  * Every response is derived from the prompt alone, by core's `decideScriptedResponse`: a retried
- * step gets the same answer, tool call IDs included.
+ * step gets the same answer, tool call IDs included. At a `hang model` block the call waits for
+ * the abort signal the SDK hands the model (`options.abortSignal`) and fails with its reason.
  */
 import {
-  TURN_FAILURE_NOTE_PREFIX,
   decideScriptedResponse,
+  hangUntilAborted,
+  scriptedNotesAndSteers,
   scriptedToolCallId,
+  scriptedTurnStart,
   type ScriptedDecision,
+  type ScriptedMessage,
   type ScriptedModelInput,
 } from "@durable-agents/core/testing";
 import { MockLanguageModelV4 } from "ai/test";
@@ -36,18 +40,23 @@ const textOf = (content: unknown): string =>
           .join("")
       : "";
 
-/** Reads the scripted-rules input from a prompt: the last user message starts the turn. */
+/** How the scripted rules see one prompt message. */
+const classify = (message: CallOptions["prompt"][number]): ScriptedMessage =>
+  message.role === "user"
+    ? { kind: "user", text: textOf(message.content) }
+    : message.role === "tool"
+      ? { kind: "tool_result" }
+      : { kind: "other" };
+
+/**
+ * Reads the scripted-rules input from a prompt: the turn starts at core's `scriptedTurnStart` (a user
+ * message after a tool result or after another user message was steered into the turn).
+ */
 function scriptedInput(prompt: CallOptions["prompt"]): ScriptedModelInput {
-  let turnStart = -1;
-  prompt.forEach((message, index) => {
-    if (message.role === "user") turnStart = index;
-  });
-  const userText = turnStart >= 0 ? textOf(prompt[turnStart]!.content) : "";
-  const failureNotesSeen = prompt
-    .slice(0, Math.max(0, turnStart))
-    .filter(
-      (message) => message.role === "user" && textOf(message.content).startsWith(TURN_FAILURE_NOTE_PREFIX),
-    ).length;
+  const classified = prompt.map(classify);
+  const turnStart = scriptedTurnStart(classified);
+  const userText = turnStart >= 0 ? (classified[turnStart]!.text ?? "") : "";
+  const { failureNotesSeen, cancelNotesSeen, steered } = scriptedNotesAndSteers(classified, turnStart);
   let toolResponses = 0;
   const toolResults: { name: string; text: string }[] = [];
   for (const message of prompt.slice(turnStart + 1)) {
@@ -60,7 +69,7 @@ function scriptedInput(prompt: CallOptions["prompt"]): ScriptedModelInput {
       }
     }
   }
-  return { userText, toolResponses, toolResults, failureNotesSeen };
+  return { userText, toolResponses, toolResults, failureNotesSeen, cancelNotesSeen, steered };
 }
 
 function splitText(text: string, chunks: number): string[] {
@@ -86,8 +95,9 @@ function respond(options: CallOptions, settings: ScriptedLanguageModelOptions): 
   const produced =
     (decision.kind === "text"
       ? decision.text.length
-      : decision.calls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0)) +
-    (reasoning?.length ?? 0);
+      : decision.kind === "tool_calls"
+        ? decision.calls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0)
+        : 0) + (reasoning?.length ?? 0);
   const inputTokens = Math.ceil(JSON.stringify(options.prompt).length / 4);
   const outputTokens = Math.max(1, Math.ceil(produced / 4));
   return {
@@ -116,8 +126,9 @@ function toolCalls(response: ScriptedResponse) {
   }));
 }
 
-function streamResponse(options: CallOptions, settings: ScriptedLanguageModelOptions): StreamResult {
+async function streamResponse(options: CallOptions, settings: ScriptedLanguageModelOptions): Promise<StreamResult> {
   const response = respond(options, settings);
+  if (response.decision.kind === "hang") return hangUntilAborted(options.abortSignal, response.input.userText);
   const parts: StreamPart[] = [{ type: "stream-start", warnings: [] }];
   if (response.reasoning !== null) {
     parts.push({ type: "reasoning-start", id: "reasoning-0" });
@@ -144,8 +155,9 @@ function streamResponse(options: CallOptions, settings: ScriptedLanguageModelOpt
   };
 }
 
-function generateResponse(options: CallOptions, settings: ScriptedLanguageModelOptions): GenerateResult {
+async function generateResponse(options: CallOptions, settings: ScriptedLanguageModelOptions): Promise<GenerateResult> {
   const response = respond(options, settings);
+  if (response.decision.kind === "hang") return hangUntilAborted(options.abortSignal, response.input.userText);
   const content: GenerateResult["content"] = [];
   if (response.reasoning !== null) content.push({ type: "reasoning", text: response.reasoning });
   if (response.decision.kind === "text") content.push({ type: "text", text: response.decision.text });
@@ -158,8 +170,8 @@ export class ScriptedLanguageModel extends MockLanguageModelV4 {
     super({
       provider: "durable-agents-testing",
       modelId: "scripted",
-      doStream: async (options) => streamResponse(options, settings),
-      doGenerate: async (options) => generateResponse(options, settings),
+      doStream: (options) => streamResponse(options, settings),
+      doGenerate: (options) => generateResponse(options, settings),
     });
   }
 

@@ -40,6 +40,7 @@ export async function driveTurn(
       turnStart,
       runState,
       outcomes,
+      joined: [],
       signal: new AbortController().signal,
       emit: (delta) => deltas.push(delta),
     });

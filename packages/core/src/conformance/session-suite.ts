@@ -755,6 +755,38 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       );
     });
 
+    scenario(
+      "decisions around a cancellation: applied first, a duplicate; after it, refused even turns later",
+      async (box) => {
+        const env = await setup(box, 0);
+        const { sessionId } = await env.client.startSession({
+          agent: "conformance",
+          message: 'call cancel_order {"order_id":"A"}\ncall cancel_order {"order_id":"B"}',
+        });
+        const worker = env.startWorker();
+        const waiting = await env.client.waitUntilIdle(sessionId);
+        const [first, second] = waiting.pendingInterrupts.map((i) => i.interruptId);
+        await worker.stop();
+        // With no worker running, the first approval and then the cancellation wait in the inbox in that order.
+        await env.client.approve(sessionId, first!);
+        await env.client.cancelTurn(sessionId);
+        await assert.rejects(() => env.client.approve(sessionId, first!), DuplicateResolutionError.isInstance);
+        await assert.rejects(() => env.client.approve(sessionId, second!), SessionStateError.isInstance);
+        await env.client.sendMessage(sessionId, "next");
+        env.startWorker();
+        const done = await env.client.waitFor(sessionId, (s) => s.turnCount === 2 && s.status === "idle");
+        const receipt = await receiptOf(env, sessionId, "turn-1");
+        // The approved call is cancelled if the engine applied the approval and the cancellation together,
+        // or ran (and kept its outcome) if it started in between; the other call never ran.
+        const [a, b] = receipt.calls;
+        assert.equal(b?.status, "cancelled");
+        assert.equal(a?.status, box.count("cancel_order") === 1 ? "succeeded" : "cancelled");
+        await assert.rejects(() => env.client.approve(sessionId, second!), SessionStateError.isInstance);
+        await assert.rejects(() => env.client.approve(sessionId, first!), DuplicateResolutionError.isInstance);
+        assert.deepEqual(await env.client.snapshot(sessionId), done, "the refusals changed nothing");
+      },
+    );
+
     scenario("a cancellation accepted while its worker is dead is applied by the next worker", async (box) => {
       const env = await setup(box, 0);
       const first = env.startWorker({ leaseTtlMs: 300 });

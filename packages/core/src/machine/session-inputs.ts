@@ -92,6 +92,7 @@ export function onRecover(draft: Draft, input: Input<"recover">): Handled {
   // Fits every state: with no turn running there is nothing to recover.
   const turn = draft.activeTurn();
   if (!turn) return null;
+  const interruptedModelStep = turn.phase === "model" && turn.modelRunning ? turn.modelSteps + 1 : null;
   turn.modelRunning = false;
   const changed: { toolCallId: string; status: ToolCallRecord["status"] }[] = [];
   for (const call of currentCalls(turn)) {
@@ -120,8 +121,16 @@ export function onRecover(draft: Draft, input: Input<"recover">): Handled {
     }
     changed.push({ toolCallId: call.toolCallId, status: call.status });
   }
-  if (changed.length > 0)
-    draft.events.push({ type: "session_recovered", data: { fence: input.fence, calls: changed } });
+  if (changed.length > 0 || interruptedModelStep !== null) {
+    draft.events.push({
+      type: "session_recovered",
+      data: {
+        fence: input.fence,
+        calls: changed,
+        ...(interruptedModelStep !== null ? { modelStep: interruptedModelStep } : {}),
+      },
+    });
+  }
   return null;
 }
 

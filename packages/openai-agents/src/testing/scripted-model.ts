@@ -1,15 +1,20 @@
 /**
  * A deterministic `Model` for tests: every response is derived from the request's input by core's
  * scripted rules (`decideScriptedResponse`), so a retried step gets the same answer. It needs no
- * API key and counts its calls.
+ * API key and counts its calls. At a `hang model` block the call waits for the abort signal the
+ * SDK hands the model (`ModelRequest.signal`) and fails with its reason.
  */
 import { createHash } from "node:crypto";
 import type { AgentInputItem, Model, ModelRequest, ModelResponse, StreamEvent } from "@openai/agents";
 import { Usage } from "@openai/agents";
 import {
-  TURN_FAILURE_NOTE_PREFIX,
   decideScriptedResponse,
+  hangUntilAborted,
+  scriptedNotesAndSteers,
   scriptedToolCallId,
+  scriptedTurnStart,
+  type ScriptedDecision,
+  type ScriptedMessage,
   type ScriptedModelInput,
 } from "@durable-agents/core/testing";
 
@@ -52,24 +57,25 @@ function outputText(output: unknown): string {
 const isUserMessage = (item: Item) =>
   item["role"] === "user" && (item["type"] === "message" || item["type"] === undefined);
 
-/** Reads the scripted rules' input from the SDK's model input. */
+/** How the scripted rules see one SDK input item. */
+function classify(item: Item): ScriptedMessage {
+  if (isUserMessage(item)) return { kind: "user", text: textOf(item) };
+  if (item["type"] === "function_call_result") return { kind: "tool_result" };
+  return { kind: "other" };
+}
+
+/**
+ * Reads the scripted rules' input from the SDK's model input: the turn starts at core's
+ * `scriptedTurnStart` (a user message after a tool result or after another user message was
+ * steered into the turn).
+ */
 export function scriptedInputFromItems(input: string | readonly AgentInputItem[]): ScriptedModelInput {
   const items: Item[] =
     typeof input === "string" ? [{ type: "message", role: "user", content: input }] : (input as unknown as Item[]);
-  let turnIndex = -1;
-  for (let i = items.length - 1; i >= 0; i--) {
-    const item = items[i]!;
-    if (isUserMessage(item) && !textOf(item).startsWith(TURN_FAILURE_NOTE_PREFIX)) {
-      turnIndex = i;
-      break;
-    }
-  }
-  const userText = turnIndex >= 0 ? textOf(items[turnIndex]!) : "";
-  let failureNotesSeen = 0;
-  for (let i = 0; i < Math.max(turnIndex, 0); i++) {
-    const item = items[i]!;
-    if (isUserMessage(item) && textOf(item).startsWith(TURN_FAILURE_NOTE_PREFIX)) failureNotesSeen++;
-  }
+  const classified = items.map(classify);
+  const turnIndex = scriptedTurnStart(classified);
+  const userText = turnIndex >= 0 ? (classified[turnIndex]!.text ?? "") : "";
+  const { failureNotesSeen, cancelNotesSeen, steered } = scriptedNotesAndSteers(classified, turnIndex);
   let toolResponses = 0;
   const toolResults: { name: string; text: string }[] = [];
   for (let i = turnIndex + 1; i < items.length; i++) {
@@ -79,7 +85,7 @@ export function scriptedInputFromItems(input: string | readonly AgentInputItem[]
       toolResults.push({ name: String(item["name"] ?? ""), text: outputText(item["output"]) });
     }
   }
-  return { userText, toolResponses, toolResults, failureNotesSeen };
+  return { userText, toolResponses, toolResults, failureNotesSeen, cancelNotesSeen, steered };
 }
 
 /** Fills an output type's JSON schema from the decided text: strings get the text, numbers the text's length. */
@@ -126,10 +132,19 @@ export class ScriptedModel implements Model {
     return this.#streamedCalls;
   }
 
-  /** The response for a request, without counting it. */
+  /** The response for a request, without counting it. Throws for a `hang model` block (see `getResponse`). */
   respond(request: ModelRequest): ModelResponse {
     const input = scriptedInputFromItems(request.input);
     const decision = decideScriptedResponse(input);
+    if (decision.kind === "hang") throw new Error("the script hangs the model call here; it has no response");
+    return this.#response(request, input, decision);
+  }
+
+  #response(
+    request: ModelRequest,
+    input: ScriptedModelInput,
+    decision: Exclude<ScriptedDecision, { kind: "hang" }>,
+  ): ModelResponse {
     let output: ModelResponse["output"];
     if (decision.kind === "tool_calls") {
       output = decision.calls.map((call, index) => ({
@@ -170,17 +185,25 @@ export class ScriptedModel implements Model {
     return response;
   }
 
+  /** The decided response, or (at a `hang model` block) a wait for the request's own abort signal. */
+  async #answer(request: ModelRequest): Promise<ModelResponse> {
+    const input = scriptedInputFromItems(request.input);
+    const decision = decideScriptedResponse(input);
+    if (decision.kind === "hang") return hangUntilAborted(request.signal, input.userText);
+    return this.#record(this.#response(request, input, decision));
+  }
+
   async getResponse(request: ModelRequest): Promise<ModelResponse> {
     request.signal?.throwIfAborted();
     this.#calls++;
-    return this.#record(this.respond(request));
+    return this.#answer(request);
   }
 
   async *getStreamedResponse(request: ModelRequest): AsyncIterable<StreamEvent> {
     request.signal?.throwIfAborted();
     this.#calls++;
     this.#streamedCalls++;
-    const response = this.#record(this.respond(request));
+    const response = await this.#answer(request);
     yield { type: "response_started" };
     const reasoning = this.#options.reasoningDeltas ?? 0;
     const itemCount = typeof request.input === "string" ? 1 : request.input.length;

@@ -10,6 +10,7 @@ const result = await runner.runModel({
   ...input,
   sessionId: "cross",
   turnId: "t1",
+  joined: input.joined ?? [],
   signal: new AbortController().signal,
   emit: (delta) => deltas.push(delta),
 });
