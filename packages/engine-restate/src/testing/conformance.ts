@@ -18,7 +18,7 @@
 import http2 from "node:http2";
 import * as restate from "@restatedev/restate-sdk";
 import type { ConformanceWorker, ConformanceWorkerOptions } from "@durable-agents/core/conformance";
-import { engineObject } from "../engine-object.js";
+import { type EngineServiceOptions, engineObject } from "../engine-object.js";
 import { SessionHistories } from "../histories.js";
 import { type ServiceNames, serviceNames } from "../names.js";
 import { restateSessions } from "../restate-sessions.js";
@@ -31,6 +31,8 @@ import { freePort } from "./restate-server.js";
 export interface RestateConformanceOptions {
   readonly ingressUrl: string;
   readonly adminUrl: string;
+  /** Restate settings of the engine object (registered with the endpoint), e.g. `journalRetention` to read journals. */
+  readonly engineOptions?: EngineServiceOptions;
 }
 
 type Handler = ReturnType<typeof restate.createEndpointHandler>;
@@ -66,7 +68,13 @@ export class RestateTestEnv {
     this.front = restate.createEndpointHandler({
       services: [
         sessionObject(this.names),
-        engineObject({ names: this.names, definitions: new Map(), histories, publish: async () => {} }),
+        engineObject({
+          names: this.names,
+          definitions: new Map(),
+          histories,
+          publish: async () => {},
+          ...(options.engineOptions ? { serviceOptions: options.engineOptions } : {}),
+        }),
         watchService(this.names),
       ],
       logger: quietLogger,
@@ -87,7 +95,7 @@ export class RestateTestEnv {
   }
 
   worker(options: ConformanceWorkerOptions): TestWorker {
-    return new TestWorker(this, options);
+    return new TestWorker(this, options, this.options.engineOptions);
   }
 
   /** Kills the invocations left running (a turn blocked on a gate nobody opened), then closes the endpoint. */
@@ -135,11 +143,13 @@ class TestWorker implements ConformanceWorker {
   constructor(
     private readonly env: RestateTestEnv,
     options: ConformanceWorkerOptions,
+    engineOptions?: EngineServiceOptions,
   ) {
     const sessions = restateSessions({
       sessions: [options.definition],
       ingressUrl: env.options.ingressUrl,
       prefix: env.prefix,
+      ...(engineOptions ? { engineOptions } : {}),
     });
     this.handler = restate.createEndpointHandler({ services: [...sessions.services], logger: quietLogger });
   }
