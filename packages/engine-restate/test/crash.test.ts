@@ -256,9 +256,10 @@ describe("crashes of the endpoint process and of restate-server", () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     await server.start();
     await approved;
+    const first = await sent;
     const again = await client.sendMessage(chain, "after the restart", { messageId: "after-restart" });
     assert.equal(again.duplicate, true);
-    assert.equal(again.seq, (await sent).seq);
+    assert.equal(again.seq, first.seq);
 
     const doneApproval = await client.waitUntilIdle(approval, { timeoutMs: 60_000 });
     assert.equal(callOf(doneApproval, "refund").status, "succeeded");
