@@ -188,14 +188,9 @@ describe("crashes of the endpoint process and of restate-server", () => {
     let midCall = 0;
     for (let i = 0; i < 6; i++) {
       await new Promise((resolve) => setTimeout(resolve, 200 + random() * 500));
-      const running = new Set(
-        executions()
-          .filter((e) => e.event === "start")
-          .map((e) => `${e.pid}:${e.key}`),
-      );
-      for (const e of executions()) if (e.event === "end") running.delete(`${e.pid}:${e.key}`);
-      if ([...running].some((entry) => entry.startsWith(`${endpoint.pid}:`))) midCall += 1;
+      const pid = endpoint.pid!;
       await endpoint.kill();
+      if (interruptedCalls(executions(), pid).length > 0) midCall += 1;
       kills += 1;
       // While the endpoint is down: a follow-up message (sent twice with one messageId) and, once, the approval.
       const target = sessions[i % sessions.length]!;
@@ -235,6 +230,44 @@ describe("crashes of the endpoint process and of restate-server", () => {
     console.info(
       `crash storm: ${kills} SIGKILLs, ${midCall} mid-call, ${executions().length - before} executions recorded, seed ${process.env.CRASH_SEED ?? 20_261_201}`,
     );
+  });
+
+  it("a steered message and a cancellation accepted just before a SIGKILL are each applied once", async () => {
+    const { sessionId: steered } = await client.startSession({
+      agent: "crash",
+      message: 'call lookup {"id":"k1"}\nthen\ncall lookup {"id":"k2"}',
+    });
+    await waitUntil("the first lookup", () => mine(steered, { tool: "lookup", event: "start" }).length > 0);
+    await client.steer(steered, "also check k3", { messageId: "steer-before-kill" });
+    const pid = endpoint.pid!;
+    await endpoint.kill();
+    assert.ok(interruptedCalls(executions(), pid).length > 0, "the kill landed mid-call");
+    await endpoint.start();
+    const again = await client.steer(steered, "also check k3", { messageId: "steer-before-kill" });
+    assert.equal(again.duplicate, true);
+    const done = await client.waitUntilIdle(steered, { timeoutMs: 30_000 });
+    assert.equal(done.turnCount, 1, "the steered message joined the running turn");
+    assert.equal(done.messages.filter((m) => m.text === "also check k3").length, 1, "stored once");
+    const joined = (await client.readEvents(steered)).filter((e) => e.type === "message_steered");
+    assert.equal(joined.length, 1, "joined once");
+    assert.match(done.turn?.finalText ?? "", /\(also: also check k3\)/);
+
+    const { sessionId: cancelled } = await client.startSession({
+      agent: "crash",
+      message: 'call lookup {"id":"c1"}\nthen\ncall charge {"amount":8}',
+    });
+    await waitUntil("the lookup", () => mine(cancelled, { tool: "lookup", event: "start" }).length > 0);
+    const accepted = await client.cancelTurn(cancelled, { requestId: "stop-before-kill", reason: "stop" });
+    await endpoint.kill();
+    await endpoint.start();
+    const repeated = await client.cancelTurn(cancelled, { requestId: "stop-before-kill" });
+    assert.deepEqual(repeated, { seq: accepted.seq, duplicate: true, turnId: "turn-1" });
+    const ended = await client.waitUntilIdle(cancelled, { timeoutMs: 30_000 });
+    assert.equal(ended.turn?.phase, "cancelled");
+    const events = await client.readEvents(cancelled);
+    assert.equal(events.filter((e) => e.type === "turn_cancelled").length, 1, "one receipt");
+    assert.equal((await store.readInbox(cancelled, 0)).filter((e) => e.kind === "cancel").length, 1);
+    assert.equal(mine(cancelled, { tool: "charge", event: "start" }).length, 0, "nothing ran after the cancellation");
   });
 
   it("restate-server killed and restarted mid-session: nothing lost or applied twice, every session ends", async () => {
