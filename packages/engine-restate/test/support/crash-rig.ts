@@ -58,6 +58,12 @@ export interface EndpointProcessOptions {
   readonly holdMs?: number;
 }
 
+/** Endpoint processes still running, killed if the test process exits first. */
+const live = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const child of live) child.kill("SIGKILL");
+});
+
 export class EndpointProcess {
   private child: ChildProcess | null = null;
   readonly url: string;
@@ -86,6 +92,8 @@ export class EndpointProcess {
       stdio: ["ignore", "pipe", "inherit"],
     });
     this.child = child;
+    live.add(child);
+    child.once("exit", () => live.delete(child));
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error("the endpoint process did not start in time")), 30_000);
       child.stdout!.on("data", (chunk: Buffer) => {
