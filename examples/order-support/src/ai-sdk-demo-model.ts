@@ -12,9 +12,10 @@ import { MockLanguageModelV4 } from "ai/test";
 import {
   chunkText,
   decideDemoTurn,
+  demoConversation,
   orderIdOfArguments,
   type DemoDecision,
-  type DemoToolResult,
+  type DemoMessage,
 } from "./demo-decision.js";
 
 type CallOptions = MockLanguageModelV4["doStreamCalls"][number];
@@ -63,30 +64,30 @@ export class OrderSupportAiSdkDemoModel extends MockLanguageModelV4 {
 
 function respond(call: CallOptions): DemoResponse {
   const prompt = call.prompt;
-  let lastUser = -1;
-  prompt.forEach((message, index) => {
-    if (message.role === "user") lastUser = index;
-  });
-  const userText = lastUser >= 0 ? textOf(prompt[lastUser]!.content) : "";
-  const turn = prompt.slice(lastUser + 1);
   const callArguments = new Map<string, unknown>();
-  const toolResults: DemoToolResult[] = [];
-  for (const message of turn) {
+  const messages: DemoMessage[] = [];
+  for (const message of prompt) {
+    if (message.role === "user") {
+      messages.push({ kind: "user", text: textOf(message.content) });
+      continue;
+    }
     const parts = (Array.isArray(message.content) ? message.content : []) as unknown as Part[];
+    if (message.role !== "tool") messages.push({ kind: "other" });
     for (const part of parts) {
       if (message.role === "assistant" && part.type === "tool-call")
         callArguments.set(String(part.toolCallId), part.input);
       if (message.role === "tool" && part.type === "tool-result") {
-        toolResults.push({
+        const result = {
           name: String(part.toolName),
           text: toolOutputText(part.output),
           orderId: orderIdOf(callArguments.get(String(part.toolCallId))),
-        });
+        };
+        messages.push({ kind: "tool_result", result });
       }
     }
   }
   const offeredTools = new Set((call.tools ?? []).map((tool) => tool.name));
-  const decision = decideDemoTurn({ userText, toolResults, offeredTools });
+  const decision = decideDemoTurn(demoConversation(messages, offeredTools));
   const promptJson = JSON.stringify(prompt);
   const digest = createHash("sha256").update(promptJson).digest("hex").slice(0, 16);
   // A rough token count (4 characters a token), from the prompt and the decision only.

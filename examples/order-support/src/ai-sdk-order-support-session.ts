@@ -10,13 +10,18 @@ import { createOrderSupportAiSdkTools } from "./ai-sdk-order-support-tools.js";
 import type { OrderDesk } from "./order-desk.js";
 import { orderSupportInstructions } from "./order-support-instructions.js";
 import { orderSupportAgentName, orderSupportPolicies } from "./order-support-session.js";
+import type { OrderSupportToolOptions } from "./slow-look-up.js";
 
-export function createAiSdkOrderSupportSession(desk: OrderDesk, model: LanguageModel): SessionDefinition {
+export function createAiSdkOrderSupportSession(
+  desk: OrderDesk,
+  model: LanguageModel,
+  tools: OrderSupportToolOptions = {},
+): SessionDefinition {
   return aiSdkSession({
     name: orderSupportAgentName,
     model,
     instructions: orderSupportInstructions,
-    tools: createOrderSupportAiSdkTools(desk),
+    tools: createOrderSupportAiSdkTools(desk, tools),
     policies: orderSupportPolicies,
   });
 }

@@ -7,18 +7,23 @@
 import { tool, type Tool } from "ai";
 import { z } from "zod";
 import type { OrderDesk } from "./order-desk.js";
+import { lookUpOrder, type OrderSupportToolOptions } from "./slow-look-up.js";
 
 export type OrderSupportAiSdkTools = {
   readonly look_up_order: Tool<{ order_id: string }, string>;
   readonly cancel_order: Tool<{ order_id: string; reason: string }, string>;
 };
 
-export function createOrderSupportAiSdkTools(desk: OrderDesk): OrderSupportAiSdkTools {
+/** `options.lookUpDelayMs` makes each look-up wait before the desk answers (see `slow-look-up.ts`). */
+export function createOrderSupportAiSdkTools(
+  desk: OrderDesk,
+  options: OrderSupportToolOptions = {},
+): OrderSupportAiSdkTools {
   return {
     look_up_order: tool({
       description: "Look up one order by its order ID and return its items and status.",
       inputSchema: z.object({ order_id: z.string().describe("The order ID, such as 1001") }),
-      execute: async ({ order_id }) => desk.describeOrder(order_id),
+      execute: async ({ order_id }) => lookUpOrder(desk, order_id, options),
     }),
     cancel_order: tool({
       description: "Cancel one order that has not shipped yet.",

@@ -4,6 +4,8 @@
  *
  *   POST /sessions                                        { message? }       → 201 { session_id, session_token }
  *   POST /sessions/:id/messages                           { text, message_id? } → 202 { accepted, seq, duplicate }
+ *   POST /sessions/:id/steer                              { text, message_id? } → 202 { accepted, seq, duplicate }
+ *   POST /sessions/:id/cancel                             { reason?, request_id? } → 202 { accepted, seq, duplicate, turn_id }
  *   GET  /sessions/:id/snapshot                                              → 200 SessionSnapshot
  *   GET  /sessions/:id/events        (SSE, id = event seq, resumes from Last-Event-ID or ?after=)
  *   POST /sessions/:id/interrupts/:interruptId/approve    { message? }       → 202 { accepted, seq }
@@ -107,6 +109,32 @@ export function createOrderSupportServer(options: OrderSupportServerOptions): Ho
     const messageId = optionalText(body, "message_id", 200);
     const result = await client.sendMessage(c.var.sessionId, text, messageId === undefined ? {} : { messageId });
     return c.json({ accepted: true, seq: result.seq, duplicate: result.duplicate }, 202);
+  });
+
+  // A message for the running turn: it joins the turn before its next model step (or starts a turn
+  // on an idle session). `message_id` is shared with /messages: a message is accepted once.
+  app.post("/sessions/:id/steer", async (c) => {
+    const body = await readJsonObject(c, { allowEmpty: false });
+    refuseCamelCase(body, { messageId: "message_id" });
+    const text = requiredText(body, "text", maxTextChars);
+    const messageId = optionalText(body, "message_id", 200);
+    const result = await client.steer(c.var.sessionId, text, messageId === undefined ? {} : { messageId });
+    return c.json({ accepted: true, seq: result.seq, duplicate: result.duplicate }, 202);
+  });
+
+  // Cancels the running turn. The worker applies it: the turn's `turn_cancelled` event (its receipt)
+  // follows on the event stream. No running turn: 409 `session_state`, and nothing is written. With a
+  // `request_id`, asking again answers the first cancellation (`duplicate: true`), even once the turn ended.
+  app.post("/sessions/:id/cancel", async (c) => {
+    const body = await readJsonObject(c, { allowEmpty: true });
+    refuseCamelCase(body, { requestId: "request_id" });
+    const reason = optionalText(body, "reason", maxTextChars);
+    const requestId = optionalText(body, "request_id", 200);
+    const result = await client.cancelTurn(c.var.sessionId, {
+      ...(reason === undefined ? {} : { reason }),
+      ...(requestId === undefined ? {} : { requestId }),
+    });
+    return c.json({ accepted: true, seq: result.seq, duplicate: result.duplicate, turn_id: result.turnId }, 202);
   });
 
   app.get("/sessions/:id/snapshot", async (c) => c.json(await client.snapshot(c.var.sessionId)));
@@ -225,6 +253,16 @@ async function readJsonObject(c: AppContext, options: { allowEmpty: boolean }): 
     throw new InvalidInputError("the request body must be a JSON object");
   }
   return value as Record<string, unknown>;
+}
+
+/**
+ * The API's fields are snake_case (`message_id`, `request_id`): a field spelled the client library's
+ * way would otherwise be ignored without a word, and a retried request would not be recognised.
+ */
+function refuseCamelCase(body: Record<string, unknown>, names: Record<string, string>): void {
+  for (const [camel, snake] of Object.entries(names)) {
+    if (camel in body) throw new InvalidInputError(`unknown field "${camel}": this API calls it "${snake}"`, [camel]);
+  }
 }
 
 function requiredText(body: Record<string, unknown>, field: string, maxChars: number): string {

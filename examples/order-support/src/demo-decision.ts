@@ -1,20 +1,25 @@
 /**
  * What the local demo models answer, framework-free: both the Agents SDK demo model and the AI SDK
- * demo model turn their request into a `DemoConversation` and ask `decideDemoTurn`. The decision
- * depends on the conversation alone, so a retried model step gets the same answer:
+ * demo model turn their request into `DemoMessage`s, find the running turn in them
+ * (`demoConversation`) and ask `decideDemoTurn`. The decision depends on the request alone, so a
+ * retried model step gets the same answer:
  *
- * - if tool results came back after the latest user message: an answer from them;
- * - else "cancel order 1002" asks for `cancel_order`, "look up order 1001" for `look_up_order`
- *   (the order number is parsed from the latest user message, "because ..." becomes the reason);
- * - else it explains what it can do.
+ * - each message of the turn asks for at most one call: "cancel order 1002" for `cancel_order`,
+ *   "look up order 1001" for `look_up_order` (the order number is parsed from the message,
+ *   "because ..." becomes the reason). The turn's own message and the messages steered into it
+ *   while it ran are served latest first; a call whose result came back is not asked for again;
+ * - once every such call has its result: an answer from the results, and a line for each steered
+ *   message that asked for no call;
+ * - a turn that asked for no call at all: which order is meant, or what the model can do.
  */
+import { isTurnNote } from "@durable-agents/core/engine";
 
 /** What a demo model decided for one request. */
 export type DemoDecision =
   | { readonly kind: "tool_call"; readonly name: string; readonly arguments: Record<string, string> }
   | { readonly kind: "text"; readonly text: string };
 
-/** One tool result that came back after the latest user message. */
+/** One tool result that came back in the running turn. */
 export interface DemoToolResult {
   readonly name: string;
   readonly text: string;
@@ -22,28 +27,84 @@ export interface DemoToolResult {
   readonly orderId: string | null;
 }
 
+/** One message of a model request, as the demo models read it. */
+export type DemoMessage =
+  | { readonly kind: "user"; readonly text: string }
+  | { readonly kind: "tool_result"; readonly result: DemoToolResult }
+  | { readonly kind: "other" };
+
 /** The part of a request the demo models decide from. */
 export interface DemoConversation {
-  /** The text of the latest user message ("" when there is none). */
+  /** The text of the running turn's own user message ("" when there is none). */
   readonly userText: string;
-  /** The tool results after that message, in order. */
+  /** The messages steered into the running turn after its own message, in order. Default none. */
+  readonly steered?: readonly string[];
+  /** The tool results of the running turn, in order. */
   readonly toolResults: readonly DemoToolResult[];
   /** The names of the tools the request offers. */
   readonly offeredTools: ReadonlySet<string>;
 }
 
+/**
+ * The running turn of a request. Its own message is the last message of the person that follows
+ * neither another one of theirs nor a tool result: a message right after one of those was steered
+ * into the running turn (core adds a steered message to the history after the turn's message, or
+ * after the outcome of the call it joined behind). The notes core leaves after a failed or cancelled
+ * turn are not the person's messages.
+ */
+export function demoConversation(
+  messages: readonly DemoMessage[],
+  offeredTools: ReadonlySet<string>,
+): DemoConversation {
+  const fromPerson = (message: DemoMessage | undefined): message is Extract<DemoMessage, { kind: "user" }> =>
+    message?.kind === "user" && !isTurnNote(message.text);
+  let start = -1;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    if (!fromPerson(messages[index])) continue;
+    const before = messages[index - 1];
+    if (fromPerson(before) || before?.kind === "tool_result") continue;
+    start = index;
+    break;
+  }
+  // A request that does not look like a session's history: its last message of the person.
+  if (start === -1) start = messages.findLastIndex((message) => fromPerson(message));
+  if (start === -1) return { userText: "", steered: [], toolResults: [], offeredTools };
+  const turn = messages.slice(start + 1);
+  return {
+    userText: (messages[start] as Extract<DemoMessage, { kind: "user" }>).text,
+    steered: turn.filter(fromPerson).map((message) => message.text),
+    toolResults: turn.flatMap((message) => (message.kind === "tool_result" ? [message.result] : [])),
+    offeredTools,
+  };
+}
+
 export function decideDemoTurn(conversation: DemoConversation): DemoDecision {
   const { userText, toolResults, offeredTools } = conversation;
-  if (toolResults.length > 0) return { kind: "text", text: answerFromResults(toolResults) };
+  const steered = (conversation.steered ?? []).map((text) => ({ text, decision: decideMessage(text, offeredTools) }));
+  const own = decideMessage(userText, offeredTools);
+  const answered = (call: Extract<DemoDecision, { kind: "tool_call" }>) =>
+    toolResults.some((result) => result.name === call.name && result.orderId === (call.arguments.order_id ?? null));
+  // Latest first: what the person added while the turn ran may change what they want first.
+  for (const decision of [...steered.map((s) => s.decision).reverse(), own]) {
+    if (decision.kind === "tool_call" && !answered(decision)) return decision;
+  }
+  const lines: string[] = [];
+  if (toolResults.length > 0) lines.push(answerFromResults(toolResults));
+  else if (own.kind === "text") lines.push(own.text);
+  for (const message of steered) if (message.decision.kind === "text") lines.push(`Also noted: "${message.text}".`);
+  return { kind: "text", text: lines.join("\n") };
+}
 
-  const orderId = parseOrderId(userText);
-  const wantsCancel = /\bcancel/i.test(userText);
-  const wantsLookUp = /\b(look|status|where|find|check|show|track|order)\b/i.test(userText);
+/** What one message of the person asks for: a call, or (asking for none) the text the model answers. */
+function decideMessage(text: string, offeredTools: ReadonlySet<string>): DemoDecision {
+  const orderId = parseOrderId(text);
+  const wantsCancel = /\bcancel/i.test(text);
+  const wantsLookUp = /\b(look|status|where|find|check|show|track|order)\b/i.test(text);
   if ((wantsCancel || wantsLookUp) && orderId === null) {
     return { kind: "text", text: "Which order do you mean? Please give me its order number, such as 1001." };
   }
   if (orderId !== null && wantsCancel && offeredTools.has("cancel_order")) {
-    return { kind: "tool_call", name: "cancel_order", arguments: { order_id: orderId, reason: parseReason(userText) } };
+    return { kind: "tool_call", name: "cancel_order", arguments: { order_id: orderId, reason: parseReason(text) } };
   }
   if (orderId !== null && wantsLookUp && offeredTools.has("look_up_order")) {
     return { kind: "tool_call", name: "look_up_order", arguments: { order_id: orderId } };

@@ -1,11 +1,11 @@
 /**
  * A local model for the order desk that needs no API key. It implements the Agents SDK's `Model`
- * interface and decides from the request alone (with `decideDemoTurn`, shared with the AI SDK demo
- * model), so a retried RunModel step gets the same answer:
+ * interface and decides from the request alone (with `demoConversation` and `decideDemoTurn`,
+ * shared with the AI SDK demo model), so a retried RunModel step gets the same answer:
  *
- * - after the latest user message, if tool results came back: it answers from them;
- * - else "cancel order 1002" asks for `cancel_order`, "look up order 1001" for `look_up_order`
- *   (the order number is parsed from the latest user message);
+ * - "cancel order 1002" asks for `cancel_order`, "look up order 1001" for `look_up_order` (the
+ *   order number is parsed from the turn's message, or from a message steered into the turn);
+ * - once the results came back: it answers from them, and notes what was steered in;
  * - else it explains what it can do.
  *
  * Streaming sends the answer in small chunks with a short pause, like a real model.
@@ -16,10 +16,12 @@ import { Usage } from "@openai/agents";
 import {
   chunkText,
   decideDemoTurn,
+  demoConversation,
   orderIdOfArguments,
   type DemoDecision,
-  type DemoToolResult,
+  type DemoMessage,
 } from "./demo-decision.js";
+import type { DemoToolResult } from "./demo-decision.js";
 import type {
   AgentInputItem,
   AssistantMessageItem,
@@ -86,20 +88,14 @@ export class OrderSupportDemoModel implements Model {
 export function decideDemoResponse(request: Pick<ModelRequest, "input" | "tools">): DemoDecision {
   const items: AgentInputItem[] =
     typeof request.input === "string" ? [{ role: "user", content: request.input }] : request.input;
-  let lastUser = -1;
-  for (let index = items.length - 1; index >= 0; index--) {
-    if (isUserMessage(items[index])) {
-      lastUser = index;
-      break;
-    }
-  }
-  const userText = lastUser >= 0 ? userMessageText(items[lastUser]!) : "";
-  const turnItems = items.slice(lastUser + 1);
   const calls = new Map<string, string>();
-  for (const item of turnItems)
-    if ("type" in item && item.type === "function_call") calls.set(item.callId, item.arguments);
-  const toolResults = turnItems.flatMap((item) => toolResult(item, calls));
-  return decideDemoTurn({ userText, toolResults, offeredTools: new Set(request.tools.map((tool) => tool.name)) });
+  for (const item of items) if ("type" in item && item.type === "function_call") calls.set(item.callId, item.arguments);
+  const messages = items.map((item): DemoMessage => {
+    if (isUserMessage(item)) return { kind: "user", text: userMessageText(item) };
+    const result = toolResult(item, calls);
+    return result ? { kind: "tool_result", result } : { kind: "other" };
+  });
+  return decideDemoTurn(demoConversation(messages, new Set(request.tools.map((tool) => tool.name))));
 }
 
 function respond(request: ModelRequest): {
@@ -153,13 +149,13 @@ function userMessageText(item: AgentInputItem): string {
   return item.content.map((part) => (part.type === "input_text" ? part.text : "")).join("\n");
 }
 
-function toolResult(item: AgentInputItem, calls: ReadonlyMap<string, string>): DemoToolResult[] {
-  if (!("type" in item) || item.type !== "function_call_result") return [];
+function toolResult(item: AgentInputItem, calls: ReadonlyMap<string, string>): DemoToolResult | null {
+  if (!("type" in item) || item.type !== "function_call_result") return null;
   const output = item.output;
   let text: string;
   if (typeof output === "string") text = output;
   else if (Array.isArray(output))
     text = output.map((part) => ("text" in part && typeof part.text === "string" ? part.text : "")).join("");
   else text = "text" in output && typeof output.text === "string" ? output.text : JSON.stringify(output);
-  return [{ name: item.name, text, orderId: orderIdOfArguments(calls.get(item.callId)) }];
+  return { name: item.name, text, orderId: orderIdOfArguments(calls.get(item.callId)) };
 }

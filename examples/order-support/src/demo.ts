@@ -11,8 +11,14 @@
  * (stopped at the approval question, say) is offered first and continued where it stands.
  * `--framework ai-sdk` runs the same agent on the Vercel AI SDK.
  *
+ * Ctrl-C during a turn cancels that turn: the demo prints the turn's receipt (each call with its
+ * effect and final status) and goes on with the next message. The next Ctrl-C, or a Ctrl-C while no
+ * turn runs, stops the demo and keeps the session for the next run; one more does not wait for the
+ * worker's steps in flight. SIGTERM stops the demo the same way.
+ *
  *   ORDER_SUPPORT_DB     the session file (default: .durable-agents/demo.db in this example's folder)
  *   ORDER_SUPPORT_STORE  sqlite (default) or memory; --store wins
+ *   ORDER_SUPPORT_LOOKUP_DELAY_MS  each look-up waits this long (default 0): time to press Ctrl-C
  */
 import { randomUUID } from "node:crypto";
 import { dirname } from "node:path";
@@ -47,6 +53,7 @@ import {
   describeProgress,
   readDemoSessionProgress,
   runTerminalDemo,
+  TurnCanceller,
   type DemoSessionProgress,
 } from "./run-terminal-demo.js";
 import type { OrderSupportClient } from "./session-client-port.js";
@@ -60,7 +67,8 @@ const usage = `usage: demo [--framework <name>] [--store <kind>] [--new] [--yes 
   --reject <message>  reject every such call, telling the model <message>
   --ask               ask for each decision even when stdin is not a TTY (one answer per line)
   --timeout <s>       give up after this many seconds (default: 120 when nobody is asked, none otherwise)
-Without messages: ${defaultConversation.map((m) => `"${m}"`).join(", then ")}.`;
+Without messages: ${defaultConversation.map((m) => `"${m}"`).join(", then ")}.
+Ctrl-C during a turn cancels it and prints its receipt; Ctrl-C again (or while no turn runs) stops the demo.`;
 
 /** The demo stopped because the user asked it to (Ctrl-C, SIGTERM). */
 class StoppedByUser extends Error {
@@ -140,13 +148,36 @@ async function main(): Promise<number> {
   renderer.line(
     `order support demo (framework: ${setup.framework}; model: ${setup.modelDescription}; store: ${opened.description})`,
   );
+  if (setup.lookUpDelayMs > 0)
+    renderer.line(
+      `(each look-up waits ${setup.lookUpDelayMs} ms: ORDER_SUPPORT_LOOKUP_DELAY_MS; press Ctrl-C during one to cancel its turn)`,
+    );
 
-  // Ctrl-C (or SIGTERM) stops the demo where it is; the session stays in the store. A second one
-  // does not wait for the worker's step in flight.
+  // The first Ctrl-C during a turn cancels the turn (the demo goes on); any other Ctrl-C, or SIGTERM,
+  // stops the demo where it is, and the session stays in the store. One more does not wait for the
+  // worker's step in flight.
   const stop = new AbortController();
+  const canceller = new TurnCanceller();
+  let cancelAsked = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stop.signal.aborted) process.exit(130);
-    stop.abort(new StoppedByUser(signal));
+    if (signal !== "SIGINT" || cancelAsked) {
+      stop.abort(new StoppedByUser(signal));
+      return;
+    }
+    cancelAsked = true;
+    canceller.cancel("Ctrl-C at the terminal").then(
+      (turnId) => {
+        if (stop.signal.aborted) return;
+        if (turnId === null) stop.abort(new StoppedByUser(signal));
+        else renderer.line(`  ■ Ctrl-C: cancelling ${turnId} (press Ctrl-C again to stop the demo)`);
+      },
+      (error: unknown) => {
+        if (stop.signal.aborted) return;
+        renderer.line(`  could not cancel the turn (${error instanceof Error ? error.message : String(error)})`);
+        stop.abort(new StoppedByUser(signal));
+      },
+    );
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
@@ -214,18 +245,22 @@ async function main(): Promise<number> {
       decide,
       renderer,
       signal,
+      canceller,
       ...(resume ? { resume: resume.progress } : { sessionId }),
     });
     record?.setState(result.sessionId, "finished");
     const snapshot = await runtime.client.snapshot(result.sessionId);
     const cancellations = opened.desk.cancellations();
     const calls = opened.desk.cancelCalls();
+    const cancelledTurns = result.turns.filter((turn) => turn.status === "cancelled").length;
     renderer.line(
-      `done: ${result.turns.length} turn(s), ${snapshot.usage.modelCalls} model call(s), ${snapshot.usage.totalTokens} tokens; ` +
+      `done: ${result.turns.length} turn(s)${cancelledTurns > 0 ? ` (${cancelledTurns} cancelled)` : ""}, ` +
+        `${snapshot.usage.modelCalls} model call(s), ${snapshot.usage.totalTokens} tokens; ` +
         `orders cancelled: ${cancellations.length === 0 ? "none" : cancellations.map((c) => c.orderId).join(", ")}; ` +
         `cancel calls on the desk: ${calls.length}`,
     );
-    return result.turns.every((turn) => turn.status === "completed") ? 0 : 1;
+    // A turn the user cancelled is no failure.
+    return result.turns.some((turn) => turn.status === "failed") ? 1 : 0;
   } catch (error) {
     const reason: unknown = stop.signal.aborted ? stop.signal.reason : undefined;
     if (reason instanceof StoppedByUser) {

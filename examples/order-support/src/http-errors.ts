@@ -45,6 +45,8 @@ export const statusOfCode: Readonly<Record<ErrorCode, HttpErrorStatus>> = Object
   version_conflict: 500,
   lease_lost: 500,
   tool_execution: 500,
+  // A tool that stopped on its turn's cancellation: the engine records the call, nothing reaches a client.
+  tool_cancelled: 500,
   model_step: 500,
 });
 

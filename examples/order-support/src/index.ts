@@ -28,11 +28,14 @@ export { orderSupportInstructions } from "./order-support-instructions.js";
 export {
   chunkText,
   decideDemoTurn,
+  demoConversation,
   parseOrderId,
   type DemoConversation,
   type DemoDecision,
+  type DemoMessage,
   type DemoToolResult,
 } from "./demo-decision.js";
+export { lookUpDelayFromEnv, lookUpOrder, type OrderSupportToolOptions } from "./slow-look-up.js";
 export { OrderSupportDemoModel, decideDemoResponse, type OrderSupportDemoModelOptions } from "./demo-model.js";
 export { OrderSupportAiSdkDemoModel, type OrderSupportAiSdkDemoModelOptions } from "./ai-sdk-demo-model.js";
 export { createOrderSupportAiSdkTools, type OrderSupportAiSdkTools } from "./ai-sdk-order-support-tools.js";
@@ -50,6 +53,7 @@ export {
   startOrderSupportRuntime,
   type OrderSupportRuntime,
   type OrderSupportRuntimeOptions,
+  type OrderSupportSessionContext,
 } from "./order-support-runtime.js";
 export { createOrderSupportServer, type OrderSupportServerOptions } from "./create-order-support-server.js";
 export { SessionTokens, type TokenCheck } from "./session-tokens.js";

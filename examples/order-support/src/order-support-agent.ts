@@ -9,15 +9,21 @@ import { durableTool } from "@durable-agents/openai-agents";
 import { z } from "zod";
 import type { OrderDesk } from "./order-desk.js";
 import { orderSupportInstructions } from "./order-support-instructions.js";
+import { lookUpOrder as lookUpOnDesk, type OrderSupportToolOptions } from "./slow-look-up.js";
 
 export { orderSupportInstructions };
 
-export function createOrderSupportAgent(desk: OrderDesk, model: Model | string): Agent {
+/** `options.lookUpDelayMs` makes each look-up wait before the desk answers (see `slow-look-up.ts`). */
+export function createOrderSupportAgent(
+  desk: OrderDesk,
+  model: Model | string,
+  options: OrderSupportToolOptions = {},
+): Agent {
   const lookUpOrder = durableTool({
     name: "look_up_order",
     description: "Look up one order by its order ID and return its items and status.",
     parameters: z.object({ order_id: z.string().describe("The order ID, such as 1001") }),
-    execute: ({ order_id }) => desk.describeOrder(order_id),
+    execute: ({ order_id }) => lookUpOnDesk(desk, order_id, options),
   });
   const cancelOrder = durableTool({
     name: "cancel_order",

@@ -23,6 +23,15 @@ interface RuntimeBaseOptions {
   readonly leaseTtlMs?: number;
 }
 
+/** What a session definition is built with, besides the desk. */
+export interface OrderSupportSessionContext {
+  /**
+   * Aborted by `stop()` before the worker stops: tools that wait (the slow look-up) stop waiting, so
+   * that no step is still in flight when the worker stops.
+   */
+  readonly stopping: AbortSignal;
+}
+
 /**
  * Either `model`: the Agents SDK session on that model; or `session`: builds the definition over the
  * desk (any framework, for example `orderSupportSetupFromEnv(...).createSession`).
@@ -30,7 +39,10 @@ interface RuntimeBaseOptions {
 export type OrderSupportRuntimeOptions = RuntimeBaseOptions &
   (
     | { readonly model: Model | string; readonly session?: undefined }
-    | { readonly session: (desk: OrderDesk) => SessionDefinition; readonly model?: undefined }
+    | {
+        readonly session: (desk: OrderDesk, context: OrderSupportSessionContext) => SessionDefinition;
+        readonly model?: undefined;
+      }
   );
 
 export interface OrderSupportRuntime {
@@ -39,7 +51,10 @@ export interface OrderSupportRuntime {
   readonly definition: SessionDefinition;
   readonly client: SessionClient;
   readonly worker: Worker;
-  /** Stops the worker (steps in flight finish), then closes a store this runtime made. */
+  /**
+   * Stops waiting tools (see `OrderSupportSessionContext`), then the worker (steps in flight
+   * finish), then closes a store this runtime made.
+   */
   stop(): Promise<void>;
 }
 
@@ -47,8 +62,11 @@ export function startOrderSupportRuntime(options: OrderSupportRuntimeOptions): O
   const ownStore = options.store === undefined;
   const store = options.store ?? new MemoryStore();
   const desk = options.desk ?? new OrderDesk();
+  const stopping = new AbortController();
   const definition =
-    options.session !== undefined ? options.session(desk) : createOrderSupportSession(desk, options.model);
+    options.session !== undefined
+      ? options.session(desk, { stopping: stopping.signal })
+      : createOrderSupportSession(desk, options.model, { stopping: stopping.signal });
   if (definition.name !== orderSupportAgentName) {
     throw new ConfigurationError(
       `the order support session must be named "${orderSupportAgentName}", not "${definition.name}"`,
@@ -70,6 +88,9 @@ export function startOrderSupportRuntime(options: OrderSupportRuntimeOptions): O
     worker,
     stop() {
       stopped ??= (async () => {
+        // Core's Worker.stop() waits for the steps in flight: a look-up still waiting (up to its whole
+        // delay) is stopped first.
+        stopping.abort(new Error("the process is stopping"));
         await worker.stop();
         if (ownStore) await store.close();
       })();

@@ -7,6 +7,7 @@ import type { SessionDefinition, ToolPolicies } from "@durable-agents/core";
 import { openAIAgentsSession } from "@durable-agents/openai-agents";
 import type { OrderDesk } from "./order-desk.js";
 import { createOrderSupportAgent } from "./order-support-agent.js";
+import type { OrderSupportToolOptions } from "./slow-look-up.js";
 
 export const orderSupportAgentName = "order-support";
 
@@ -15,8 +16,12 @@ export const orderSupportPolicies: ToolPolicies = {
   cancel_order: { effect: "non_idempotent_write" },
 };
 
-export function createOrderSupportSession(desk: OrderDesk, model: Model | string): SessionDefinition {
-  return openAIAgentsSession(createOrderSupportAgent(desk, model), {
+export function createOrderSupportSession(
+  desk: OrderDesk,
+  model: Model | string,
+  tools: OrderSupportToolOptions = {},
+): SessionDefinition {
+  return openAIAgentsSession(createOrderSupportAgent(desk, model, tools), {
     name: orderSupportAgentName,
     policies: orderSupportPolicies,
   });

@@ -6,6 +6,9 @@
  * On a TTY (`live`), a running step's line is written at once and rewritten in place with its mark
  * when it ends. Otherwise a step's line is written when it ends, unless something has to be printed
  * while it runs (streamed text, a prompt), in which case a "running" line comes first.
+ *
+ * A cancelled turn ends with its receipt: every call of the turn with its effect, final status and
+ * attempts, as core's `turn_cancelled` event lists them.
  */
 import type { SessionEvent, StepKind } from "@durable-agents/core";
 
@@ -103,6 +106,23 @@ export class ProgressRenderer {
       case "turn_failed":
         this.line(`  ${this.#paint("31", "✗")} turn failed: ${event.data.error}`);
         break;
+      case "turn_cancelling": {
+        const waitMs = Math.max(0, Date.parse(event.data.graceUntil) - Date.parse(event.at));
+        const calls = event.data.running.map((id) => this.#calls.get(id) ?? id).join(", ");
+        this.line(
+          `  ${this.#paint("33", "■")} cancelling: waiting up to ${formatSeconds(waitMs)} for ${calls} to stop`,
+        );
+        break;
+      }
+      case "turn_cancelled":
+        this.#receipt(event.data);
+        break;
+      case "cancel_skipped":
+        this.line(`  ${this.#paint("33", "■")} nothing was cancelled: ${event.data.why}`);
+        break;
+      case "message_steered":
+        this.line(`  ${this.#paint("1", "+")} joins the turn: ${event.data.text}`);
+        break;
       case "session_recovered":
         this.line(`  ${this.#paint("33", "!")} a worker took over the session (lease ${event.data.fence})`);
         break;
@@ -147,6 +167,20 @@ export class ProgressRenderer {
       if (this.#live) this.#out.write("\n");
       else if (step) this.#out.write(`  ${this.#paint("36", "▸")} ${step.label}\n`);
       this.#pending = null;
+    }
+  }
+
+  #receipt(receipt: Extract<SessionEvent, { type: "turn_cancelled" }>["data"]): void {
+    const why = receipt.reason === null ? "" : ` (${receipt.reason})`;
+    const model = receipt.modelCallAborted ? "; the model call in flight was stopped" : "";
+    this.line(`  ${this.#paint("33", "■")} turn cancelled${why}${model}`);
+    const count = receipt.calls.length;
+    this.line(`    receipt: ${count === 0 ? "no tool call" : `${count} tool call${count === 1 ? "" : "s"}`}`);
+    for (const call of receipt.calls) {
+      const label = this.#calls.get(call.toolCallId) ?? call.name;
+      const attempts = `${call.attempts} attempt${call.attempts === 1 ? "" : "s"}`;
+      const status = this.#paint(call.status === "succeeded" ? "32" : "33", call.status);
+      this.line(`      ${label} (${call.effect}): ${status}, ${attempts}`);
     }
   }
 
@@ -199,6 +233,10 @@ export class ProgressRenderer {
 
 function stepKey(turnId: string, step: StepKind, toolCallId: string | undefined): string {
   return `${turnId}\u0000${step}\u0000${toolCallId ?? ""}`;
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
 }
 
 function shorten(text: string, max: number): string {

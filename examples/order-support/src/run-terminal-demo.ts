@@ -7,6 +7,11 @@
  * Every message goes with a message ID (`message-<n>`, the turn's number), so sending one again
  * after a crash is accepted once: a resumed run re-sends the message of the turn it stands at
  * without knowing whether the crashed process got that far.
+ *
+ * A `TurnCanceller` lets the caller cancel the running turn (the demo's Ctrl-C): the cancellation
+ * goes to the client with a request ID of its own, an approval question of that turn is no longer
+ * asked, and the turn ends with core's `turn_cancelled` event, whose receipt the renderer prints.
+ * The conversation then goes on with its next message.
  */
 import { randomUUID } from "node:crypto";
 import { DurableAgentsError, type Interrupt, type SessionEvent, type SessionSnapshot } from "@durable-agents/core";
@@ -14,9 +19,38 @@ import type { ApprovalDecider } from "./approval-deciders.js";
 import type { ProgressRenderer } from "./progress-renderer.js";
 import type { OrderSupportClient } from "./session-client-port.js";
 
+/** The receipt of a cancelled turn: its calls with their final status (core's `turn_cancelled` event). */
+export type TurnReceipt = Extract<SessionEvent, { type: "turn_cancelled" }>["data"];
+
 export type TurnResult =
   | { readonly status: "completed"; readonly answer: string }
-  | { readonly status: "failed"; readonly error: string };
+  | { readonly status: "failed"; readonly error: string }
+  | { readonly status: "cancelled"; readonly receipt: TurnReceipt };
+
+/**
+ * How a caller cancels the turn a running `runTerminalDemo` follows (the demo's Ctrl-C). Before the
+ * demo follows a session, and after it stopped, there is nothing to cancel.
+ */
+export class TurnCanceller {
+  #target: ((reason: string) => Promise<string | null>) | null = null;
+
+  /**
+   * Asks the client to cancel the session's running turn (or the one its last message is about to
+   * start). Resolves with that turn's ID once the cancellation is accepted (the turn ends with a
+   * `turn_cancelled` event a moment later), or null when no turn runs.
+   */
+  cancel(reason: string): Promise<string | null> {
+    return this.#target ? this.#target(reason) : Promise.resolve(null);
+  }
+
+  /** Used by `runTerminalDemo` while it follows a session; returns the detach function. */
+  attach(target: (reason: string) => Promise<string | null>): () => void {
+    this.#target = target;
+    return () => {
+      if (this.#target === target) this.#target = null;
+    };
+  }
+}
 
 export interface TerminalDemoOptions {
   readonly client: OrderSupportClient;
@@ -34,6 +68,8 @@ export interface TerminalDemoOptions {
   readonly resume?: DemoSessionProgress;
   /** The new session's ID, before the session is created (default: a random UUID). */
   readonly sessionId?: string;
+  /** Lets the caller cancel the running turn (see `TurnCanceller`). */
+  readonly canceller?: TurnCanceller;
 }
 
 export interface TerminalDemoResult {
@@ -70,6 +106,7 @@ export async function readDemoSessionProgress(
     if (event.type === "turn_started") started.push(event.data.text);
     else if (event.type === "turn_completed") turns.push({ status: "completed", answer: event.data.text });
     else if (event.type === "turn_failed") turns.push({ status: "failed", error: event.data.error });
+    else if (event.type === "turn_cancelled") turns.push({ status: "cancelled", receipt: event.data });
   }
   return { sessionId, snapshot, events, turns, started };
 }
@@ -97,9 +134,28 @@ export async function runTerminalDemo(options: TerminalDemoOptions): Promise<Ter
   let sessionId: string;
   let after = 0;
   const turns: TurnResult[] = [];
+  /** Turns this demo asked to cancel, and the approval question being asked, if any. */
+  const cancelled = new Set<string>();
+  let question: { readonly turnId: string; readonly abort: AbortController } | null = null;
   const settle = async (interrupt: Interrupt) => {
     renderer.settle();
-    const decision = await options.decide(interrupt, options.signal);
+    // Asked to cancel the turn already: its calls will never run, so nobody is asked.
+    if (cancelled.has(interrupt.turnId)) return;
+    const asked = { turnId: interrupt.turnId, abort: new AbortController() };
+    question = asked;
+    let decision;
+    try {
+      decision = await options.decide(
+        interrupt,
+        options.signal ? AbortSignal.any([options.signal, asked.abort.signal]) : asked.abort.signal,
+      );
+    } catch (error) {
+      if (!asked.abort.signal.aborted || options.signal?.aborted) throw error;
+      renderer.line(`    ? ${interrupt.toolName} is not asked about any more: the turn is being cancelled`);
+      return;
+    } finally {
+      if (question === asked) question = null;
+    }
     renderer.line(
       `    ? ${interrupt.toolName} needs approval: ${decision.how}${decision.message ? ` ("${decision.message}")` : ""}`,
     );
@@ -110,65 +166,98 @@ export async function runTerminalDemo(options: TerminalDemoOptions): Promise<Ter
         message: decision.message,
       });
     } catch (error) {
-      // Someone else (another client of the same store) may have decided first.
-      if (!DurableAgentsError.isInstance(error) || error.code !== "duplicate_resolution") throw error;
-      renderer.line(`    (already decided elsewhere)`);
+      if (!DurableAgentsError.isInstance(error)) throw error;
+      // Someone else (another client of the same store) may have decided first, or cancelled the turn.
+      if (error.code === "duplicate_resolution") renderer.line(`    (already decided elsewhere)`);
+      else if (error.code === "session_state") renderer.line(`    (the turn was cancelled: the decision was not sent)`);
+      else throw error;
     }
   };
-
-  if (resume) {
-    sessionId = resume.sessionId;
-    renderer.replay(resume.events);
-    // What the earlier run showed, in short.
-    resume.started.forEach((text, i) => {
-      renderer.line(`  › ${text}`);
-      const turn = resume.turns[i];
-      if (turn?.status === "completed") renderer.line(`  ◆ answer: ${turn.answer}`);
-      else if (turn?.status === "failed") renderer.line(`  ✗ turn failed: ${turn.error}`);
-    });
-    turns.push(...resume.turns);
-    after = resume.snapshot.lastEventSeq;
-    if (turns.length >= messages.length) return { sessionId, turns };
-    if (resume.snapshot.unappliedDecisions === 0) {
-      for (const interrupt of resume.snapshot.pendingInterrupts) await settle(interrupt);
+  const cancelTurn = async (reason: string): Promise<string | null> => {
+    let result;
+    try {
+      // A request ID of its own: a retried request would not cancel twice.
+      result = await client.cancelTurn(sessionId, { reason, requestId: `demo-cancel-${randomUUID()}` });
+    } catch (error) {
+      if (DurableAgentsError.isInstance(error) && error.code === "session_state") return null;
+      throw error;
     }
-    // The message of the turn the session stands at; a duplicate when the earlier run sent it.
-    await client.sendMessage(sessionId, messages[turns.length]!, { messageId: messageId(turns.length) });
-  } else {
-    sessionId = options.sessionId ?? randomUUID();
-    await client.startSession({ agent: options.agent, sessionId, message: first, messageId: messageId(0) });
-    renderer.line(`session ${sessionId}`);
-  }
+    cancelled.add(result.turnId);
+    if (question?.turnId === result.turnId) {
+      // The question's prompt is still open on its line: what follows starts on a line of its own.
+      renderer.line("");
+      question.abort.abort(new Error("the turn is being cancelled"));
+    }
+    return result.turnId;
+  };
 
-  let next = turns.length + 1;
-  const follow = new AbortController();
-  const stopFollowing = () => follow.abort();
-  options.signal?.addEventListener("abort", stopFollowing, { once: true });
+  let detach: (() => void) | undefined;
   try {
-    for await (const event of client.followEvents(sessionId, { after, signal: follow.signal })) {
-      renderer.handle(event);
-      if (event.type === "interrupt_created") {
-        await settle(event.data.interrupt);
-      } else if (event.type === "turn_completed" || event.type === "turn_failed") {
-        if (event.type === "turn_completed") {
-          turns.push({ status: "completed", answer: event.data.text });
-          renderer.line(`  ◆ answer: ${event.data.text}`);
-        } else {
-          turns.push({ status: "failed", error: event.data.error });
-        }
-        const message = messages[next];
-        if (message === undefined) break;
-        await client.sendMessage(sessionId, message, { messageId: messageId(next) });
-        next += 1;
+    if (resume) {
+      sessionId = resume.sessionId;
+      detach = options.canceller?.attach(cancelTurn);
+      renderer.replay(resume.events);
+      // What the earlier run showed, in short.
+      resume.started.forEach((text, i) => {
+        renderer.line(`  › ${text}`);
+        const turn = resume.turns[i];
+        if (turn?.status === "completed") renderer.line(`  ◆ answer: ${turn.answer}`);
+        else if (turn?.status === "failed") renderer.line(`  ✗ turn failed: ${turn.error}`);
+        else if (turn?.status === "cancelled") renderer.line("  ■ turn cancelled");
+      });
+      turns.push(...resume.turns);
+      after = resume.snapshot.lastEventSeq;
+      if (turns.length >= messages.length) return { sessionId, turns };
+      if (resume.snapshot.unappliedDecisions === 0) {
+        for (const interrupt of resume.snapshot.pendingInterrupts) await settle(interrupt);
       }
+      // The message of the turn the session stands at; a duplicate when the earlier run sent it.
+      await client.sendMessage(sessionId, messages[turns.length]!, { messageId: messageId(turns.length) });
+    } else {
+      sessionId = options.sessionId ?? randomUUID();
+      await client.startSession({ agent: options.agent, sessionId, message: first, messageId: messageId(0) });
+      detach = options.canceller?.attach(cancelTurn);
+      renderer.line(`session ${sessionId}`);
     }
+    await follow(sessionId);
   } finally {
-    options.signal?.removeEventListener("abort", stopFollowing);
-    follow.abort();
+    detach?.();
   }
   options.signal?.throwIfAborted();
   if (turns.length < messages.length) {
     throw new Error(`the demo stopped after ${turns.length} of ${messages.length} turns`);
   }
   return { sessionId, turns };
+
+  /** Follows the events from `after`: settles approvals, sends the next message when a turn ends. */
+  async function follow(id: string): Promise<void> {
+    let next = turns.length + 1;
+    const following = new AbortController();
+    const stopFollowing = () => following.abort();
+    options.signal?.addEventListener("abort", stopFollowing, { once: true });
+    try {
+      for await (const event of client.followEvents(id, { after, signal: following.signal })) {
+        renderer.handle(event);
+        if (event.type === "interrupt_created") {
+          await settle(event.data.interrupt);
+        } else if (event.type === "turn_completed" || event.type === "turn_failed" || event.type === "turn_cancelled") {
+          if (event.type === "turn_completed") {
+            turns.push({ status: "completed", answer: event.data.text });
+            renderer.line(`  ◆ answer: ${event.data.text}`);
+          } else if (event.type === "turn_failed") {
+            turns.push({ status: "failed", error: event.data.error });
+          } else {
+            turns.push({ status: "cancelled", receipt: event.data });
+          }
+          const message = messages[next];
+          if (message === undefined) break;
+          await client.sendMessage(id, message, { messageId: messageId(next) });
+          next += 1;
+        }
+      }
+    } finally {
+      options.signal?.removeEventListener("abort", stopFollowing);
+      following.abort();
+    }
+  }
 }

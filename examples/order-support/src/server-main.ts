@@ -10,6 +10,7 @@
  *   ORDER_SUPPORT_SESSION_KEY  signs session tokens (default: a random key per start)
  *   ORDER_SUPPORT_FRAMEWORK    openai-agents (default) or ai-sdk
  *   ORDER_SUPPORT_MODEL, OPENAI_API_KEY   a real OpenAI model instead of the demo model
+ *   ORDER_SUPPORT_LOOKUP_DELAY_MS         each look-up waits this long (default 0): time to cancel or steer a turn
  */
 import { createOrderSupportServer } from "./create-order-support-server.js";
 import { listen } from "./listen.js";
@@ -43,6 +44,10 @@ async function main(): Promise<void> {
     `order support on ${listening.url} (framework: ${setup.framework}; model: ${setup.modelDescription}; store: ${opened.description})`,
   );
   console.log(`the chat page: ${listening.url}/`);
+  if (setup.lookUpDelayMs > 0)
+    console.log(
+      `each look-up waits ${setup.lookUpDelayMs} ms (ORDER_SUPPORT_LOOKUP_DELAY_MS): time to cancel or steer its turn`,
+    );
   if (key === undefined || key === "")
     console.log(
       "session tokens are signed with a random key: they stop working when the server restarts (set ORDER_SUPPORT_SESSION_KEY to keep them)",

@@ -16,6 +16,17 @@ export interface OrderSupportClient {
     text: string,
     options?: { messageId?: string },
   ): Promise<{ seq: number; duplicate: boolean }>;
+  /** Cancels the running turn (or the one an accepted message is about to start); `session_state` when none runs. */
+  cancelTurn(
+    sessionId: string,
+    options?: { reason?: string; requestId?: string },
+  ): Promise<{ seq: number; duplicate: boolean; turnId: string }>;
+  /** A message for the running turn (it joins before the turn's next model step), or a new turn's on an idle session. */
+  steer(
+    sessionId: string,
+    text: string,
+    options?: { messageId?: string },
+  ): Promise<{ seq: number; duplicate: boolean }>;
   resolveInterrupt(
     sessionId: string,
     input: { interruptId: string; approved: boolean; message?: string | null },

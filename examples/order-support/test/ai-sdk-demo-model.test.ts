@@ -118,6 +118,68 @@ describe("OrderSupportAiSdkDemoModel", () => {
     expect(denied.content).toEqual([{ type: "text", text: "I asked to cancel order 1002: Keep it." }]);
   });
 
+  it("serves a message steered into the turn, after the call it joined behind or right after the turn's message", async () => {
+    const model = new OrderSupportAiSdkDemoModel({ chunkDelayMs: 0 });
+    const cancelCall = {
+      type: "tool-call",
+      toolCallId: "c1",
+      toolName: "cancel_order",
+      input: { order_id: "1002" },
+    } as const;
+    const cancelResult = {
+      type: "tool-result",
+      toolCallId: "c1",
+      toolName: "cancel_order",
+      output: { type: "text", value: "Order 1002 is now cancelled." },
+    } as const;
+    // Where the AI SDK runner puts it: after the outcome of the call it joined behind.
+    const prompt: CallOptions["prompt"] = [
+      user("cancel order 1002"),
+      { role: "assistant", content: [cancelCall] },
+      { role: "tool", content: [cancelResult] },
+      user("also look up order 1001"),
+    ];
+    expect((await model.doGenerate(call(prompt))).content).toEqual([
+      { type: "tool-call", toolCallId: expect.any(String), toolName: "look_up_order", input: '{"order_id":"1001"}' },
+    ]);
+    // Right after the turn's own message (steered in before the first model step): the same reading.
+    const early: CallOptions["prompt"] = [
+      user("cancel order 1002"),
+      user("also look up order 1001"),
+      { role: "assistant", content: [cancelCall] },
+      { role: "tool", content: [cancelResult] },
+    ];
+    expect((await model.doGenerate(call(early))).content).toEqual([
+      { type: "tool-call", toolCallId: expect.any(String), toolName: "look_up_order", input: '{"order_id":"1001"}' },
+    ]);
+    const answered = await model.doGenerate(
+      call([
+        ...prompt,
+        {
+          role: "assistant",
+          content: [{ type: "tool-call", toolCallId: "c2", toolName: "look_up_order", input: { order_id: "1001" } }],
+        },
+        {
+          role: "tool",
+          content: [
+            {
+              type: "tool-result",
+              toolCallId: "c2",
+              toolName: "look_up_order",
+              output: { type: "text", value: "shipped" },
+            },
+          ],
+        },
+      ]),
+    );
+    expect(answered.content).toEqual([
+      {
+        type: "text",
+        text: "I asked to cancel order 1002: Order 1002 is now cancelled.\nI looked up order 1001: shipped",
+      },
+    ]);
+  });
+
   it("stops streaming when its call is aborted", async () => {
     const model = new OrderSupportAiSdkDemoModel({ chunkSize: 4, chunkDelayMs: 50 });
     const abort = new AbortController();

@@ -63,6 +63,93 @@ describe("the demo model's decisions", () => {
     });
   });
 
+  it("serves a message steered into the turn: its call next, then one answer from both results", () => {
+    const cancelled: ModelRequest["input"] = [
+      { role: "user", content: "cancel order 1002" },
+      {
+        type: "function_call",
+        callId: "c1",
+        name: "cancel_order",
+        arguments: '{"order_id":"1002"}',
+        status: "completed",
+      },
+      {
+        type: "function_call_result",
+        callId: "c1",
+        name: "cancel_order",
+        status: "completed",
+        output: "Order 1002 is now cancelled.",
+      },
+    ];
+    // Without the steered message, the turn is done.
+    expect(decideDemoResponse(request(cancelled))).toEqual({
+      kind: "text",
+      text: "I asked to cancel order 1002: Order 1002 is now cancelled.",
+    });
+    // Steered in after the call's outcome: the look-up it asks for comes next.
+    const steered: ModelRequest["input"] = [...cancelled, { role: "user", content: "also look up order 1001" }];
+    expect(decideDemoResponse(request(steered))).toEqual({
+      kind: "tool_call",
+      name: "look_up_order",
+      arguments: { order_id: "1001" },
+    });
+    const lookedUp: ModelRequest["input"] = [
+      ...steered,
+      {
+        type: "function_call",
+        callId: "c2",
+        name: "look_up_order",
+        arguments: '{"order_id":"1001"}',
+        status: "completed",
+      },
+      {
+        type: "function_call_result",
+        callId: "c2",
+        name: "look_up_order",
+        status: "completed",
+        output: "Order 1001: shipped.",
+      },
+      { role: "user", content: "thanks, and please hurry" },
+    ];
+    expect(decideDemoResponse(request(lookedUp))).toEqual({
+      kind: "text",
+      text:
+        "I asked to cancel order 1002: Order 1002 is now cancelled.\n" +
+        "I looked up order 1001: Order 1001: shipped.\n" +
+        'Also noted: "thanks, and please hurry".',
+    });
+  });
+
+  it("takes a note core left after a cancelled turn for no message of the person", () => {
+    const decision = decideDemoResponse(
+      request([
+        { role: "user", content: "look up order 1001" },
+        {
+          role: "user",
+          content:
+            '[previous turn cancelled] The turn for the message "look up order 1001" was cancelled by a person.\nIt made no tool call.',
+        },
+        { role: "user", content: "look up order 1002" },
+        {
+          type: "function_call",
+          callId: "c1",
+          name: "look_up_order",
+          arguments: '{"order_id":"1002"}',
+          status: "completed",
+        },
+        {
+          type: "function_call_result",
+          callId: "c1",
+          name: "look_up_order",
+          status: "completed",
+          output: "Order 1002: processing.",
+        },
+      ]),
+    );
+    // Read as a message, the note would ask for order 1001 (and "look up order 1002" would be steered).
+    expect(decision).toEqual({ kind: "text", text: "I looked up order 1002: Order 1002: processing." });
+  });
+
   it("asks for an order number, and explains itself for anything else", () => {
     expect(decideDemoResponse(request("where is my order?"))).toMatchObject({
       kind: "text",

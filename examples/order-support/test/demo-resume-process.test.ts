@@ -58,7 +58,8 @@ async function eventsOf(db: string, sessionId: string): Promise<SessionEvent[]> 
 describe("the terminal demo resumes a session it was killed in", () => {
   it.each([
     { framework: "openai-agents", stop: "SIGKILL" as const, secondRun: "answered on stdin (--ask)" },
-    { framework: "ai-sdk", stop: "SIGINT" as const, secondRun: "approved automatically (no TTY)" },
+    // SIGTERM: a Ctrl-C at the approval question would cancel the turn (demo-cancel-process.test.ts).
+    { framework: "ai-sdk", stop: "SIGTERM" as const, secondRun: "approved automatically (no TTY)" },
   ])(
     "on $framework, stopped by $stop at the approval question, continued by a second process, $secondRun",
     async ({ framework, stop, secondRun }) => {
@@ -75,7 +76,7 @@ describe("the terminal demo resumes a session it was killed in", () => {
       else {
         expect(firstExit.code).toBe(0);
         expect(first.stdout()).toContain(
-          `stopped (Ctrl-C); session ${sessionId} is kept in sqlite ${db}: run the demo again to continue it`,
+          `stopped (SIGTERM); session ${sessionId} is kept in sqlite ${db}: run the demo again to continue it`,
         );
       }
       // Nothing ran at the desk: the call waits for approval.

@@ -12,6 +12,8 @@ function observeFollowers(followers: { active: number }) {
   return (client: OrderSupportClient): OrderSupportClient => ({
     startSession: (input) => client.startSession(input),
     sendMessage: (id, text, options) => client.sendMessage(id, text, options),
+    cancelTurn: (id, options) => client.cancelTurn(id, options),
+    steer: (id, text, options) => client.steer(id, text, options),
     resolveInterrupt: (id, input) => client.resolveInterrupt(id, input),
     snapshot: (id) => client.snapshot(id),
     readEvents: (id, options) => client.readEvents(id, options),

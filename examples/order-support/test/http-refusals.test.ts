@@ -99,6 +99,8 @@ const routes = () =>
     ["GET", `/sessions/${idle.id}/events`, undefined],
     ["POST", `/sessions/${idle.id}/interrupts/some-interrupt/approve`, {}],
     ["POST", `/sessions/${idle.id}/interrupts/some-interrupt/reject`, { message: "no" }],
+    ["POST", `/sessions/${idle.id}/steer`, { text: "look up order 1002" }],
+    ["POST", `/sessions/${idle.id}/cancel`, { reason: "changed my mind", request_id: "cancel-1" }],
   ] as const;
 
 describe("authentication", () => {
@@ -181,6 +183,61 @@ describe("bad requests", () => {
     );
   });
 
+  it("answers 400 for a malformed steer: no JSON object, a missing or mistyped text, a bad message_id", async () => {
+    const token = idle.token;
+    const steer = `/sessions/${idle.id}/steer`;
+    expect(await expectRefusal("POST", steer, { token, body: '{"text": "hurry' }, 400, "invalid_input")).toMatch(
+      /JSON/,
+    );
+    await expectRefusal("POST", steer, { token, body: "" }, 400, "invalid_input");
+    await expectRefusal("POST", steer, { token, body: '"look up order 1002"' }, 400, "invalid_input");
+    expect(await expectRefusal("POST", steer, { token, body: {} }, 400, "invalid_input")).toMatch(/"text" is required/);
+    await expectRefusal("POST", steer, { token, body: { text: ["hurry"] } }, 400, "invalid_input");
+    await expectRefusal("POST", steer, { token, body: { text: "" } }, 400, "invalid_input");
+    await expectRefusal("POST", steer, { token, body: { text: "x".repeat(maxTextChars + 1) } }, 400, "input_too_large");
+    await expectRefusal(
+      "POST",
+      steer,
+      { token, body: { text: "hurry", pad: "y".repeat(maxBodyBytes) } },
+      400,
+      "input_too_large",
+    );
+    await expectRefusal(
+      "POST",
+      steer,
+      { token, body: { text: "hurry", message_id: "no spaces" } },
+      400,
+      "invalid_input",
+    );
+    // The client library's spelling is not silently ignored.
+    expect(
+      await expectRefusal("POST", steer, { token, body: { text: "hurry", messageId: "m-1" } }, 400, "invalid_input"),
+    ).toBe('unknown field "messageId": this API calls it "message_id"');
+  });
+
+  it("answers 400 for a malformed cancel before it looks at the session: bad JSON, a mistyped or oversize reason, a bad request_id", async () => {
+    // The session is idle, so a well-formed cancel would be a 409: every one of these is refused first.
+    const token = idle.token;
+    const cancel = `/sessions/${idle.id}/cancel`;
+    expect(await expectRefusal("POST", cancel, { token, body: '{"reason": ' }, 400, "invalid_input")).toMatch(/JSON/);
+    await expectRefusal("POST", cancel, { token, body: "[]" }, 400, "invalid_input");
+    await expectRefusal("POST", cancel, { token, body: { reason: 7 } }, 400, "invalid_input");
+    await expectRefusal("POST", cancel, { token, body: { reason: " " } }, 400, "invalid_input");
+    await expectRefusal(
+      "POST",
+      cancel,
+      { token, body: { reason: "z".repeat(maxTextChars + 1) } },
+      400,
+      "input_too_large",
+    );
+    await expectRefusal("POST", cancel, { token, body: { pad: "y".repeat(maxBodyBytes) } }, 400, "input_too_large");
+    await expectRefusal("POST", cancel, { token, body: { request_id: "a/b" } }, 400, "invalid_input");
+    await expectRefusal("POST", cancel, { token, body: { request_id: "r".repeat(201) } }, 400, "input_too_large");
+    expect(await expectRefusal("POST", cancel, { token, body: { requestId: "cancel-1" } }, 400, "invalid_input")).toBe(
+      'unknown field "requestId": this API calls it "request_id"',
+    );
+  });
+
   it("answers 400 for a malformed Last-Event-ID or ?after=", async () => {
     const path = `/sessions/${idle.id}/events`;
     await expectRefusal("GET", path, { token: idle.token, headers: { "last-event-id": "abc" } }, 400, "invalid_input");
@@ -216,6 +273,8 @@ describe("unknown sessions and interrupts", () => {
       "session_not_found",
     );
     await expectRefusal("POST", `/sessions/${id}/interrupts/x/approve`, { token }, 404, "session_not_found");
+    await expectRefusal("POST", `/sessions/${id}/steer`, { token, body: { text: "hello" } }, 404, "session_not_found");
+    await expectRefusal("POST", `/sessions/${id}/cancel`, { token }, 404, "session_not_found");
   });
 
   it("answers 404 for an interrupt the session does not have", async () => {
@@ -294,6 +353,22 @@ describe("decisions in the wrong state", () => {
       202,
     );
     await harness.waitFor(id, token, (s) => s.status === "idle");
+  });
+});
+
+describe("a cancel with no turn to cancel", () => {
+  it("answers 409 session_state on an idle session, and writes nothing (events, inbox, snapshot)", async () => {
+    const cancel = `/sessions/${idle.id}/cancel`;
+    expect(await expectRefusal("POST", cancel, { token: idle.token }, 409, "session_state")).toMatch(
+      /has no running turn to cancel/,
+    );
+    await expectRefusal(
+      "POST",
+      cancel,
+      { token: idle.token, body: { reason: "changed my mind", request_id: "cancel-idle" } },
+      409,
+      "session_state",
+    );
   });
 });
 

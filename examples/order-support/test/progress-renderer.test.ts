@@ -114,4 +114,66 @@ describe("ProgressRenderer", () => {
       "",
     ]);
   });
+
+  it("prints a cancelled turn's wait and its receipt: each call with its effect, final status and attempts", () => {
+    const events: SessionEvent[] = [
+      ev(0, {
+        type: "tool_calls_requested",
+        data: {
+          turnId,
+          calls: [
+            { toolCallId: "c1", name: "look_up_order", arguments: args1001 },
+            { toolCallId: "c2", name: "cancel_order", arguments: args1002 },
+          ],
+        },
+      }),
+      ev(1, { type: "step_started", data: { turnId, step: "CallTool", toolCallId: "c1", attempt: 1 } }),
+      ev(5, {
+        type: "turn_cancelling",
+        data: { turnId, reason: "Ctrl-C", requestId: "r1", graceUntil: at(10_005), running: ["c1"] },
+      }),
+      ev(9, {
+        type: "turn_cancelled",
+        data: {
+          turnId,
+          reason: "Ctrl-C",
+          requestId: "r1",
+          modelCallAborted: false,
+          calls: [
+            { toolCallId: "c1", name: "look_up_order", effect: "read", status: "cancelled", attempts: 1 },
+            {
+              toolCallId: "c2",
+              name: "cancel_order",
+              effect: "non_idempotent_write",
+              status: "cancelled",
+              attempts: 0,
+            },
+          ],
+        },
+      }),
+      ev(10, {
+        type: "cancel_skipped",
+        data: { turnId, requestId: "r2", why: "the turn had already ended (cancelled)" },
+      }),
+      ev(11, {
+        type: "turn_cancelled",
+        data: { turnId: "t2", reason: null, requestId: null, modelCallAborted: true, calls: [] },
+      }),
+      ev(12, { type: "message_steered", data: { turnId: "t3", text: "also look up order 1002", modelStep: 2 } }),
+    ];
+    expect(render(events, false).split("\n")).toEqual([
+      `    ↳ asks for look_up_order ${args1001}, cancel_order ${args1002}`,
+      `  ▸ CallTool look_up_order ${args1001}`,
+      `  ■ cancelling: waiting up to 10 s for look_up_order ${args1001} to stop`,
+      "  ■ turn cancelled (Ctrl-C)",
+      "    receipt: 2 tool calls",
+      `      look_up_order ${args1001} (read): cancelled, 1 attempt`,
+      `      cancel_order ${args1002} (non_idempotent_write): cancelled, 0 attempts`,
+      "  ■ nothing was cancelled: the turn had already ended (cancelled)",
+      "  ■ turn cancelled; the model call in flight was stopped",
+      "    receipt: no tool call",
+      "  + joins the turn: also look up order 1002",
+      "",
+    ]);
+  });
 });

@@ -114,7 +114,7 @@ describe("the chat page", () => {
     const rows = page.locator('[data-testid="timeline-turn"][data-turn="turn-2"] [data-testid="timeline-step"]');
     await expect.poll(() => rows.count()).toBe(snapshot.turn!.steps.length);
     const shown = await rows.evaluateAll((trs) =>
-      trs.map((tr) => [(tr as HTMLElement).dataset.kind, (tr as HTMLElement).dataset.status].join(" ")),
+      trs.map((tr) => [tr.getAttribute("data-kind"), tr.getAttribute("data-status")].join(" ")),
     );
     expect(shown).toEqual(snapshot.turn!.steps.map((step) => `${step.step} ${step.status}`));
     const callRow = rows.filter({ has: page.locator('th:has-text("CallSingleAttemptTool")') });

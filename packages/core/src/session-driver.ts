@@ -173,7 +173,8 @@ class SessionDriver {
           continue;
         }
       }
-      if (this.completions.length > 0 || this.inboxDirty) continue;
+      // While stopping the inbox is not read: a dirty inbox must not keep the loop from waiting.
+      if (this.completions.length > 0 || (this.inboxDirty && !stopping)) continue;
       const untilDue = this.nextAt === null ? Infinity : this.nextAt - Date.now();
       // A backoff that ended while this iteration committed is taken now: sleeping until the poll would strand it.
       if (!stopping && untilDue <= 0) continue;

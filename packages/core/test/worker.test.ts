@@ -126,6 +126,25 @@ describe("Worker", () => {
     await next.stop();
   });
 
+  it("stops gracefully while a message arrives during the stop: it waits for the step without spinning", async () => {
+    const { definition, gates, running } = gatedTool();
+    const store = new MemoryStore();
+    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20 }).start();
+    const client = new SessionClient({ store });
+    const { sessionId } = await client.startSession({ agent: "gated", message: 'call slow_read {"key":"a"}' });
+    await until(() => running() === 1);
+    const stopping = worker.stop({ timeoutMs: 5_000 });
+    // The inbox notification marks the drive's inbox unread while it is stopping (it reads no inbox then).
+    await client.sendMessage(sessionId, "while stopping");
+    // Timers still fire: the event loop is not held by a drive loop that never awaits.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    gates.shift()!();
+    await stopping;
+    const after = await client.snapshot(sessionId);
+    expect(after.turn?.calls.map((c) => c.status)).toEqual(["succeeded"]);
+    expect(after.queuedMessages).toBe(1);
+  });
+
   it("a crashed worker (crashWorker) writes nothing more and keeps its lease until it expires; the next worker recovers", async () => {
     const { definition, gates, returned } = gatedTool();
     const store = new MemoryStore();

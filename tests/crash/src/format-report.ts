@@ -28,9 +28,6 @@ export function formatReport(result: CrashRunResult): string {
     `decisions after a cancellation: ${counts.lateDecisionsRefused} late ones refused (SessionStateError), ${counts.lateDecisionsRefusedNotFound} refused as not found ` +
       `(a later turn had started), ${counts.decisionsRefusedCancelled} racing ones refused; ${stats.interruptsCancelled} interrupts cancelled while waiting, ` +
       `${stats.decisionsAcceptedAfterCancel} decisions accepted after the cancellation and consumed unapplied`,
-    `known core issues (README, "Found in core"): text deltas of cancelled turns after their receipt ${stats.deltasAfterReceipt}; ` +
-      `decisions refused as not found after a later turn started ${stats.decisionsRefusedNotFound}; ` +
-      `second decisions refused as "will never run" although the first was applied ${stats.secondDecisionsRefusedAsCancelled}`,
     `executions per tool: ${list(stats.executionsPerTool)}; calls ${stats.calls}, ${stats.callsRunMoreThanOnce} ran more than once`,
     `outcomes: ${list(stats.outcomes)}`,
     `executions per worker: ${perWorker.length} workers, ${perWorker.join("/")}; sessions on several workers ${stats.sessionsOnSeveralWorkers}; ` +

@@ -11,6 +11,7 @@ import { OrderSupportDemoModel } from "../../src/demo-model.js";
 import { listen, type Listening } from "../../src/listen.js";
 import type { OrderSupportFramework } from "../../src/order-support-framework.js";
 import { startOrderSupportRuntime, type OrderSupportRuntime } from "../../src/order-support-runtime.js";
+import { createOrderSupportSession } from "../../src/order-support-session.js";
 import type { OrderSupportClient } from "../../src/session-client-port.js";
 import { SessionTokens } from "../../src/session-tokens.js";
 
@@ -44,20 +45,27 @@ export interface HarnessOptions {
   readonly maxTextChars?: number;
   readonly maxBodyBytes?: number;
   readonly keepAliveMs?: number;
+  /** How long each look-up waits before the desk answers (it stops when its turn is cancelled). Default 0. */
+  readonly lookUpDelayMs?: number;
   /** What the server gets instead of the runtime's client (for example, the client with an observer around it). */
   readonly serverClient?: (client: OrderSupportClient) => OrderSupportClient;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const tokens = new SessionTokens(`test-key-${randomUUID()}`);
-  const { serverClient, framework, ...serverOptions } = options;
+  const { serverClient, framework, lookUpDelayMs, ...serverOptions } = options;
   const speed = { chunkSize: 12, chunkDelayMs: 2 };
+  const tools = (stopping: AbortSignal) => ({ lookUpDelayMs: lookUpDelayMs ?? 0, stopping });
   const runtime =
     framework === "ai-sdk"
       ? startOrderSupportRuntime({
-          session: (desk) => createAiSdkOrderSupportSession(desk, new OrderSupportAiSdkDemoModel(speed)),
+          session: (desk, { stopping }) =>
+            createAiSdkOrderSupportSession(desk, new OrderSupportAiSdkDemoModel(speed), tools(stopping)),
         })
-      : startOrderSupportRuntime({ model: new OrderSupportDemoModel(speed) });
+      : startOrderSupportRuntime({
+          session: (desk, { stopping }) =>
+            createOrderSupportSession(desk, new OrderSupportDemoModel(speed), tools(stopping)),
+        });
   const client = serverClient ? serverClient(runtime.client) : runtime.client;
   const app = createOrderSupportServer({ client, tokens, ...serverOptions });
   let listening: Listening;
