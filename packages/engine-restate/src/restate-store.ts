@@ -1,0 +1,245 @@
+/**
+ * The sessions of a Restate deployment seen as core's `SessionStore`, over Restate's HTTP ingress:
+ * hand it to core's `SessionClient` and a client gets the whole client API (start, send, approve and
+ * reject, cancel, steer, snapshots, events from a cursor and followed live, waits) on sessions the
+ * Restate engine drives. Every write is a call to the session object with an idempotency key (a
+ * retried request is applied once); reads are its shared handlers, which never wait for a running
+ * turn.
+ *
+ * The engine commits its transitions itself and needs no leases, so `commit` and the lease methods
+ * refuse with `ConfigurationError`: a core `Worker` cannot drive these sessions.
+ *
+ * `subscribe` is fed by long polls (the watch service) on the sessions this store touched in the
+ * last half minute, while at least one listener is subscribed: the client's waits and event
+ * followers wake up when a session moves, without polling it.
+ */
+import { randomUUID } from "node:crypto";
+import {
+  ConfigurationError,
+  ContractViolationError,
+  type EventBody,
+  type HistoryItem,
+  type InboxEntry,
+  type InboxItem,
+  InvalidInputError,
+  type SessionEvent,
+  SessionNotFoundError,
+  SessionStateError,
+} from "@durable-agents/core";
+import {
+  type CommitResult,
+  type EnqueueResult,
+  type Lease,
+  type NewSession,
+  type SessionStore,
+  type StoredSession,
+  type StoreNotification,
+  storeInput,
+} from "@durable-agents/core/engine";
+import { IngressClient, type IngressOptions } from "./ingress.js";
+import { type ServiceNames, serviceNames } from "./names.js";
+import type { Answer, NextRequest, SessionCursor } from "./protocol.js";
+
+export interface RestateSessionStoreOptions extends IngressOptions {
+  /** The prefix the engine's services were created with (`restateSessions({ prefix })`). */
+  readonly prefix?: string;
+  /** How long one long poll waits before it is asked again (ms, default 10,000). */
+  readonly longPollMs?: number;
+}
+
+/** Sessions watched for notifications this long after the store last touched them. */
+const watchForMs = 30_000;
+/**
+ * Long polls go on this long after the last listener left: a client subscribes anew for each wait,
+ * and a poll that kept its cursor reports what moved after the client's read.
+ */
+const lingerMs = 2_000;
+
+export class RestateSessionStore implements SessionStore {
+  readonly names: ServiceNames;
+  readonly ingress: IngressClient;
+  private readonly listeners = new Set<(n: StoreNotification) => void>();
+  /** Sessions touched (by any call), with when. */
+  private readonly touched = new Map<string, number>();
+  /** Sessions with a long-poll loop running. */
+  private readonly polling = new Map<string, AbortController>();
+  private readonly longPollMs: number;
+  private lastListenerAt = 0;
+  private closed = false;
+
+  constructor(options: RestateSessionStoreOptions) {
+    this.names = serviceNames(options.prefix);
+    this.ingress = new IngressClient(options);
+    this.longPollMs = options.longPollMs ?? 10_000;
+  }
+
+  async createSession(session: NewSession): Promise<CommitResult> {
+    const { head } = storeInput.checkNewSession(session);
+    const answer = await this.callSession<Answer<CommitResult>>(
+      head.sessionId,
+      "create",
+      { session, at: new Date().toISOString() },
+      randomUUID(),
+    );
+    return unwrap(answer, head.sessionId);
+  }
+
+  async loadSession(sessionId: string): Promise<StoredSession | null> {
+    storeInput.checkSessionId(sessionId);
+    return this.callSession<StoredSession | null>(sessionId, "load", null);
+  }
+
+  async readHistory(sessionId: string, offset = 0): Promise<HistoryItem[]> {
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkCount("offset", offset);
+    return this.callSession<HistoryItem[]>(sessionId, "history", { offset });
+  }
+
+  async commit(): Promise<CommitResult> {
+    throw new ConfigurationError(
+      "sessions on Restate are committed by the engine's session object, not through the store: run them with restateSessions(), not a Worker",
+    );
+  }
+
+  async enqueue(sessionId: string, entry: InboxEntry, dedupeKey: string | null): Promise<EnqueueResult> {
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkInboxEntry(entry);
+    storeInput.checkDedupeKey(dedupeKey);
+    const answer = await this.callSession<Answer<EnqueueResult>>(
+      sessionId,
+      "enqueue",
+      { entry, dedupeKey },
+      randomUUID(),
+    );
+    return unwrap(answer, sessionId);
+  }
+
+  async readInbox(sessionId: string, afterSeq: number): Promise<InboxItem[]> {
+    storeInput.checkSessionId(sessionId);
+    storeInput.checkCount("afterSeq", afterSeq);
+    return this.callSession<InboxItem[]>(sessionId, "inbox", { after: afterSeq });
+  }
+
+  async acquireLease(): Promise<Lease | null> {
+    throw new ConfigurationError("sessions on Restate need no leases: Restate runs one drive per session at a time");
+  }
+
+  async renewLease(): Promise<Lease | null> {
+    return this.acquireLease();
+  }
+
+  async releaseLease(): Promise<void> {
+    await this.acquireLease();
+  }
+
+  async readEvents(sessionId: string, afterSeq: number, limit = 1000): Promise<SessionEvent[]> {
+    storeInput.checkEventPage(sessionId, afterSeq, limit);
+    return this.callSession<SessionEvent[]>(sessionId, "events", { after: afterSeq, limit });
+  }
+
+  /** Appends events without a head (used by the engine for a streaming model step's deltas). */
+  async appendEvents(sessionId: string, events: readonly EventBody[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.ingress.send(this.names.session, sessionId, "appendEvents", {
+      events,
+      at: new Date().toISOString(),
+    });
+  }
+
+  subscribe(listener: (notification: StoreNotification) => void): () => void {
+    this.listeners.add(listener);
+    for (const sessionId of this.touched.keys()) this.poll(sessionId);
+    return () => {
+      if (this.listeners.delete(listener) && this.listeners.size === 0) this.lastListenerAt = Date.now();
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+    for (const [, abort] of this.polling) abort.abort();
+    this.polling.clear();
+  }
+
+  private async callSession<T>(sessionId: string, handler: string, body: unknown, idempotencyKey?: string): Promise<T> {
+    this.touch(sessionId);
+    return this.ingress.call<T>(this.names.session, sessionId, handler, body, idempotencyKey ? { idempotencyKey } : {});
+  }
+
+  private touch(sessionId: string): void {
+    this.touched.delete(sessionId);
+    this.touched.set(sessionId, Date.now());
+    // Forget sessions untouched for long (the map is in touch order).
+    for (const [id, at] of this.touched) {
+      if (Date.now() - at < watchForMs) break;
+      this.touched.delete(id);
+    }
+    if (this.listeners.size > 0) this.poll(sessionId);
+  }
+
+  /** Runs one long-poll loop for the session, while someone listens and the session was touched lately. */
+  private poll(sessionId: string): void {
+    if (this.closed || this.polling.has(sessionId)) return;
+    const abort = new AbortController();
+    this.polling.set(sessionId, abort);
+    void (async () => {
+      let cursor: SessionCursor | null = null;
+      try {
+        while (!abort.signal.aborted && (this.listeners.size > 0 || Date.now() - this.lastListenerAt < lingerMs)) {
+          const touchedAt = this.touched.get(sessionId);
+          if (touchedAt === undefined || Date.now() - touchedAt > watchForMs) break;
+          const request: NextRequest = {
+            sessionId,
+            version: cursor?.version ?? -1,
+            lastEventSeq: cursor?.lastEventSeq ?? -1,
+            inboxSeq: cursor?.inboxSeq ?? -1,
+            timeoutMs: this.longPollMs,
+          };
+          const next = await this.ingress.callService<SessionCursor | null>(this.names.watch, "next", request, {
+            signal: abort.signal,
+          });
+          if (next === null) {
+            if (cursor === null) break; // no such session
+            continue; // timed out
+          }
+          if (cursor !== null) {
+            if (next.version !== cursor.version || next.lastEventSeq !== cursor.lastEventSeq)
+              this.notify({ kind: "events", sessionId });
+            if (next.inboxSeq !== cursor.inboxSeq) this.notify({ kind: "inbox", sessionId });
+          }
+          cursor = next;
+        }
+      } catch {
+        // Aborted, or the ingress is gone: the client's own poll carries on.
+      } finally {
+        if (this.polling.get(sessionId) === abort) this.polling.delete(sessionId);
+      }
+    })();
+  }
+
+  private notify(notification: StoreNotification): void {
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(notification);
+      } catch {
+        // A listener's failure is its own.
+      }
+    }
+  }
+}
+
+/** The value of an answer, or the typed error of core it carries. */
+function unwrap<T>(answer: Answer<T>, sessionId: string): T {
+  if (answer?.ok === true) return answer.value;
+  const error = answer?.ok === false ? answer.error : { code: "contract_violation", message: "no answer" };
+  switch (error.code) {
+    case "session_not_found":
+      throw new SessionNotFoundError(sessionId);
+    case "session_state":
+      throw new SessionStateError(error.message);
+    case "invalid_input":
+      throw new InvalidInputError(error.message);
+    default:
+      throw new ContractViolationError("store", `the session object answered ${error.code}: ${error.message}`);
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * What runs inside a step's `ctx.run`: one model call or one tool call of the runner, its result as
+ * the state machine's next input. Nothing here may throw (a throwing `ctx.run` would be retried by
+ * Restate behind the machine's back): every failure becomes an input the machine decides on.
+ */
+import {
+  type EventBody,
+  ModelStepError,
+  type SessionDefinition,
+  type SessionHead,
+  StoredStateError,
+  ToolCancelledError,
+  ToolExecutionError,
+} from "@durable-agents/core";
+import {
+  type CoalescerOptions,
+  currentCalls,
+  DeltaCoalescer,
+  type DueStep,
+  joinedMessages,
+  type MachineInput,
+  outcomesForNextModelStep,
+  type RunModelResult,
+  runInToolCall,
+} from "@durable-agents/core/engine";
+import type { SessionHistories } from "./histories.js";
+
+/** A finished step: the machine's input, the deltas still buffered when it ended, and when it ended. */
+export interface StepDone {
+  readonly input: MachineInput;
+  readonly events: readonly EventBody[];
+  /** Epoch ms at the end of the step: the clock of the transition that applies it. */
+  readonly at: number;
+}
+
+export interface StepDeps {
+  readonly definition: SessionDefinition;
+  readonly histories: SessionHistories;
+  /** Hands text deltas to the session object while the model streams (not journaled). */
+  readonly publish: (sessionId: string, events: EventBody[]) => Promise<void>;
+  readonly coalescing?: CoalescerOptions;
+}
+
+export const interruptedMessage =
+  "the engine stopped during this call: Restate replayed the session and found no result for it";
+
+export const errorText = (error: unknown): string =>
+  error instanceof Error ? error.message || error.name : typeof error === "string" ? error : JSON.stringify(error);
+
+type ModelStep = Extract<DueStep, { kind: "RunModel" }>;
+type ToolStep = Exclude<DueStep, { kind: "RunModel" }>;
+
+export function interruptedStep(step: DueStep): StepDone {
+  const input: MachineInput =
+    step.kind === "RunModel"
+      ? {
+          type: "model_attempt_failed",
+          turnId: step.turnId,
+          modelStep: step.modelStep,
+          attempt: step.attempt,
+          error: interruptedMessage,
+        }
+      : {
+          type: "call_attempt_failed",
+          turnId: step.turnId,
+          toolCallId: step.toolCallId,
+          attempt: step.attempt,
+          error: interruptedMessage,
+        };
+  return { input, events: [], at: Date.now() };
+}
+
+/** One attempt of a RunModel step, from the head that started it. */
+export async function runModelStep(
+  deps: StepDeps,
+  head: SessionHead,
+  step: ModelStep,
+  signal: AbortSignal,
+): Promise<StepDone> {
+  const turn = head.turn!;
+  const { turnId, modelStep, attempt } = step;
+  const sessionId = head.sessionId;
+  const failed = (error: unknown, events: readonly EventBody[]): StepDone => {
+    // Another attempt cannot fix a failure the runner says is final, nor a run state it cannot read.
+    const retryable = !ModelStepError.isInstance(error) && !StoredStateError.isInstance(error);
+    return {
+      input: {
+        type: "model_attempt_failed",
+        turnId,
+        modelStep,
+        attempt,
+        error: errorText(error),
+        ...(retryable ? {} : { retryable }),
+      },
+      events,
+      at: Date.now(),
+    };
+  };
+  let history: Awaited<ReturnType<SessionHistories["load"]>>;
+  try {
+    history = await deps.histories.load(sessionId, head.historyLength, signal);
+  } catch (error) {
+    return failed(error, []);
+  }
+  // Deltas of a step whose turn was cancelled are dropped: its answer is discarded.
+  const coalescer = new DeltaCoalescer(
+    turnId,
+    (events) => (signal.aborted ? Promise.resolve() : deps.publish(sessionId, events).catch(() => {})),
+    deps.coalescing,
+  );
+  let result: RunModelResult;
+  try {
+    result = await deps.definition.runner.runModel({
+      sessionId,
+      turnId,
+      modelStep,
+      history,
+      turnStart: turn.historyStart,
+      runState: turn.runState,
+      outcomes: outcomesForNextModelStep(head),
+      joined: joinedMessages(head, history),
+      signal,
+      emit: (delta) => coalescer.push(delta),
+    });
+  } catch (error) {
+    const buffered = await coalescer.finish();
+    return failed(error, signal.aborted ? [] : buffered);
+  }
+  const buffered = await coalescer.finish();
+  return {
+    input: { type: "model_completed", turnId, modelStep, attempt, result },
+    events: signal.aborted ? [] : buffered,
+    at: Date.now(),
+  };
+}
+
+/** One attempt of a tool call, from the head that started it (its start is in that head). */
+export async function runToolStep(
+  deps: StepDeps,
+  head: SessionHead,
+  step: ToolStep,
+  signal: AbortSignal,
+): Promise<StepDone> {
+  const { turnId, toolCallId, attempt } = step;
+  const sessionId = head.sessionId;
+  const call = currentCalls(head.turn!).find((c) => c.toolCallId === toolCallId)!;
+  let input: MachineInput;
+  try {
+    const outcome = await runInToolCall(
+      {
+        sessionId,
+        turnId,
+        toolCallId,
+        toolName: call.name,
+        idempotencyKey: call.idempotencyKey!,
+        attempt,
+        signal,
+      },
+      () =>
+        deps.definition.runner.callTool({
+          sessionId,
+          turnId,
+          toolCallId,
+          name: call.name,
+          arguments: call.arguments,
+          attempt,
+          idempotencyKey: call.idempotencyKey!,
+          signal,
+        }),
+    );
+    input = { type: "call_finished", turnId, toolCallId, attempt, outcome };
+  } catch (error) {
+    input = ToolCancelledError.isInstance(error)
+      ? { type: "call_cancelled", turnId, toolCallId, attempt, message: error.message }
+      : ToolExecutionError.isInstance(error)
+        ? { type: "call_finished", turnId, toolCallId, attempt, outcome: { status: "failed", message: error.message } }
+        : { type: "call_attempt_failed", turnId, toolCallId, attempt, error: errorText(error) };
+  }
+  return { input, events: [], at: Date.now() };
+}

@@ -1,0 +1,101 @@
+/**
+ * The engine's own promises beyond core's suite: a session waiting for a person holds no Restate
+ * invocation (the approval can come hours later); the store over the ingress refuses what the
+ * engine does itself; setup mistakes are `ConfigurationError`s.
+ */
+import assert from "node:assert/strict";
+import { ConfigurationError, defineSession, SessionClient, SessionNotFoundError } from "@durable-agents/core";
+import { ScriptedRunner } from "@durable-agents/core/testing";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { RestateSessionStore, restateSessions, serviceNames } from "../src/index.js";
+import { queryRestate, RestateTestEnv, restateFromEnv } from "../src/testing/index.js";
+
+let env: RestateTestEnv;
+let client: SessionClient;
+let executions = 0;
+
+const runner = new ScriptedRunner({
+  tools: [
+    {
+      name: "refund",
+      description: "Refunds an order.",
+      parameters: { order_id: "string" },
+      execute: ({ order_id }) => {
+        executions += 1;
+        return `order ${String(order_id)} refunded`;
+      },
+    },
+  ],
+});
+const definition = defineSession({ name: "engine", runner, policies: { refund: { effect: "non_idempotent_write" } } });
+
+beforeAll(async () => {
+  env = await new RestateTestEnv(restateFromEnv()).start();
+  env.worker({ store: env.store, definition, pollIntervalMs: 25, leaseTtlMs: 5_000, concurrency: 16 }).start();
+  client = new SessionClient({ store: env.store });
+}, 60_000);
+
+afterAll(async () => {
+  await env?.close();
+});
+
+/** The engine object's invocations for this session that have not completed. */
+const openDrives = async (sessionId: string) =>
+  (
+    await queryRestate<{ n: number }>(
+      restateFromEnv().adminUrl,
+      `SELECT count(*) AS n FROM sys_invocation WHERE target_service_name = '${env.names.engine}'
+       AND target_service_key = '${sessionId}' AND status != 'completed'`,
+    )
+  )[0]!.n;
+
+describe("the Restate engine", () => {
+  it("holds no invocation while a session waits for approval; the decision starts a new drive", async () => {
+    const { sessionId } = await client.startSession({ agent: "engine", message: 'call refund {"order_id":"9"}' });
+    const waiting = await client.waitUntilIdle(sessionId);
+    assert.equal(waiting.status, "awaiting_approval");
+    // The drive that asked for the approval ended: nothing of the session runs or is suspended in Restate.
+    const deadline = Date.now() + 10_000;
+    while (Number(await openDrives(sessionId)) > 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    assert.equal(Number(await openDrives(sessionId)), 0, "no drive invocation is open while the session waits");
+    await client.approve(sessionId, waiting.pendingInterrupts[0]!.interruptId);
+    const done = await client.waitUntilIdle(sessionId);
+    assert.equal(done.turn?.finalText, "Results: refund -> order 9 refunded");
+    assert.equal(executions, 1);
+  });
+
+  it("the store over the ingress refuses commits and leases, which the engine does itself", async () => {
+    await assert.rejects(() => env.store.commit(), ConfigurationError.isInstance);
+    await assert.rejects(() => env.store.acquireLease(), ConfigurationError.isInstance);
+    await assert.rejects(() => env.store.renewLease(), ConfigurationError.isInstance);
+    await assert.rejects(() => env.store.releaseLease(), ConfigurationError.isInstance);
+    assert.equal(await env.store.loadSession("no-such-session"), null);
+    await assert.rejects(
+      () => env.store.enqueue("no-such-session", { kind: "message", text: "hi", messageId: null }, null),
+      SessionNotFoundError.isInstance,
+    );
+  });
+
+  it("a store pointed at services that are not registered is a ConfigurationError", async () => {
+    const store = new RestateSessionStore({ url: restateFromEnv().ingressUrl, prefix: "nobodyRegisteredThis" });
+    await assert.rejects(() => store.loadSession("s-1"), ConfigurationError.isInstance);
+    await store.close();
+  });
+
+  it("setup mistakes are ConfigurationErrors", () => {
+    assert.throws(() => serviceNames("1-bad"), ConfigurationError.isInstance);
+    assert.throws(
+      () => restateSessions({ sessions: [], ingressUrl: "http://127.0.0.1:8080" }),
+      ConfigurationError.isInstance,
+    );
+    assert.throws(
+      () => restateSessions({ sessions: [definition, definition], ingressUrl: "http://127.0.0.1:8080" }),
+      ConfigurationError.isInstance,
+    );
+    assert.throws(
+      () => restateSessions({ sessions: [definition], ingressUrl: "restate:8080" }),
+      ConfigurationError.isInstance,
+    );
+  });
+});
