@@ -28,6 +28,7 @@ export {
 export { backoffDelay, machineConfig } from "./definition.js";
 export { resolveCallPolicy, validatePolicies, type ToolDescription } from "./policy.js";
 export { runInToolCall, runOutsideToolCall } from "./tool-context.js";
+export { runToolAttempt, type ToolAttempt } from "./tool-step.js";
 export {
   defaultRejectionMessage,
   describeOutcome,

@@ -10,14 +10,7 @@
 import { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
 import { HistoryCache } from "./history-cache.js";
 import { machineConfig, type SessionDefinition } from "./definition.js";
-import {
-  LeaseLostError,
-  ModelStepError,
-  StoredStateError,
-  ToolCancelledError,
-  ToolExecutionError,
-  VersionConflictError,
-} from "./errors.js";
+import { LeaseLostError, ModelStepError, StoredStateError, VersionConflictError } from "./errors.js";
 import {
   applyAll,
   currentCalls,
@@ -32,7 +25,7 @@ import type { RunModelResult } from "./runner.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
 import type { Lease, SessionStore } from "./store.js";
 import { loadStoredSession } from "./stored-session.js";
-import { runInToolCall } from "./tool-context.js";
+import { runToolAttempt } from "./tool-step.js";
 
 export interface DriveOptions {
   readonly store: SessionStore;
@@ -387,44 +380,13 @@ class SessionDriver {
     const call = currentCalls(this.head.turn!).find((c) => c.toolCallId === toolCallId)!;
     const signal = this.stepSignal(turnId);
     const task = (async () => {
-      let input: MachineInput;
-      try {
-        const outcome = await runInToolCall(
-          {
-            sessionId: this.sessionId,
-            turnId,
-            toolCallId,
-            toolName: call.name,
-            idempotencyKey: call.idempotencyKey!,
-            attempt,
-            signal,
-          },
-          () =>
-            this.definition.runner.callTool({
-              sessionId: this.sessionId,
-              turnId,
-              toolCallId,
-              name: call.name,
-              arguments: call.arguments,
-              attempt,
-              idempotencyKey: call.idempotencyKey!,
-              signal,
-            }),
-        );
-        input = { type: "call_finished", turnId, toolCallId, attempt, outcome };
-      } catch (error) {
-        input = ToolCancelledError.isInstance(error)
-          ? { type: "call_cancelled", turnId, toolCallId, attempt, message: error.message }
-          : ToolExecutionError.isInstance(error)
-            ? {
-                type: "call_finished",
-                turnId,
-                toolCallId,
-                attempt,
-                outcome: { status: "failed", message: error.message },
-              }
-            : { type: "call_attempt_failed", turnId, toolCallId, attempt, error: errorText(error) };
-      }
+      const input = await runToolAttempt(this.definition.runner, {
+        sessionId: this.sessionId,
+        turnId,
+        call,
+        attempt,
+        signal,
+      });
       return { input, events: [] };
     })();
     this.track(task);

@@ -9,8 +9,6 @@ import {
   type SessionDefinition,
   type SessionHead,
   StoredStateError,
-  ToolCancelledError,
-  ToolExecutionError,
 } from "@durable-agents/core";
 import {
   type CoalescerOptions,
@@ -21,7 +19,7 @@ import {
   type MachineInput,
   outcomesForNextModelStep,
   type RunModelResult,
-  runInToolCall,
+  runToolAttempt,
 } from "@durable-agents/core/engine";
 import type { SessionHistories } from "./histories.js";
 
@@ -144,37 +142,6 @@ export async function runToolStep(
   const { turnId, toolCallId, attempt } = step;
   const sessionId = head.sessionId;
   const call = currentCalls(head.turn!).find((c) => c.toolCallId === toolCallId)!;
-  let input: MachineInput;
-  try {
-    const outcome = await runInToolCall(
-      {
-        sessionId,
-        turnId,
-        toolCallId,
-        toolName: call.name,
-        idempotencyKey: call.idempotencyKey!,
-        attempt,
-        signal,
-      },
-      () =>
-        deps.definition.runner.callTool({
-          sessionId,
-          turnId,
-          toolCallId,
-          name: call.name,
-          arguments: call.arguments,
-          attempt,
-          idempotencyKey: call.idempotencyKey!,
-          signal,
-        }),
-    );
-    input = { type: "call_finished", turnId, toolCallId, attempt, outcome };
-  } catch (error) {
-    input = ToolCancelledError.isInstance(error)
-      ? { type: "call_cancelled", turnId, toolCallId, attempt, message: error.message }
-      : ToolExecutionError.isInstance(error)
-        ? { type: "call_finished", turnId, toolCallId, attempt, outcome: { status: "failed", message: error.message } }
-        : { type: "call_attempt_failed", turnId, toolCallId, attempt, error: errorText(error) };
-  }
+  const input = await runToolAttempt(deps.definition.runner, { sessionId, turnId, call, attempt, signal });
   return { input, events: [], at: Date.now() };
 }

@@ -13,8 +13,6 @@
 import {
   LeaseLostError,
   parseSessionHead,
-  ToolCancelledError,
-  ToolExecutionError,
   VersionConflictError,
   type SessionDefinition,
   type SessionHead,
@@ -27,7 +25,7 @@ import {
   machineConfig,
   joinedMessages,
   outcomesForNextModelStep,
-  runInToolCall,
+  runToolAttempt,
   type DueStep,
   type Lease,
   type MachineInput,
@@ -276,35 +274,12 @@ export class JournalEngine implements ConformanceWorker {
       }
     }
     const call = currentCalls(turn).find((c) => c.toolCallId === step.toolCallId)!;
-    const base = { turnId: step.turnId, toolCallId: step.toolCallId, attempt: step.attempt };
-    const context = {
+    return runToolAttempt(this.definition.runner, {
       sessionId,
       turnId: step.turnId,
-      toolCallId: call.toolCallId,
-      toolName: call.name,
-      idempotencyKey: call.idempotencyKey!,
+      call,
       attempt: step.attempt,
       signal,
-    };
-    try {
-      const outcome = await runInToolCall(context, () =>
-        this.definition.runner.callTool({
-          sessionId,
-          turnId: step.turnId,
-          toolCallId: call.toolCallId,
-          name: call.name,
-          arguments: call.arguments,
-          attempt: step.attempt,
-          idempotencyKey: call.idempotencyKey!,
-          signal,
-        }),
-      );
-      return { type: "call_finished", ...base, outcome };
-    } catch (error) {
-      if (ToolCancelledError.isInstance(error)) return { type: "call_cancelled", ...base, message: error.message };
-      if (ToolExecutionError.isInstance(error))
-        return { type: "call_finished", ...base, outcome: { status: "failed", message: error.message } };
-      return { type: "call_attempt_failed", ...base, error: errorText(error) };
-    }
+    });
   }
 }

@@ -1,0 +1,61 @@
+/**
+ * One attempt of a tool call, run the way every engine runs it: inside the call's context
+ * (`currentToolCall()`), with its abort signal, and its end turned into the machine's input — the
+ * outcome, `call_cancelled` for a `ToolCancelledError`, a final `failed` for a `ToolExecutionError`,
+ * and a failed attempt (which the policy table may retry) for any other error.
+ */
+import { ToolCancelledError, ToolExecutionError } from "./errors.js";
+import { idempotencyKey as keyOf } from "./policy.js";
+import type { MachineInput } from "./machine.js";
+import type { Runner } from "./runner.js";
+import type { ToolCallRecord } from "./schemas.js";
+import { runInToolCall } from "./tool-context.js";
+
+export interface ToolAttempt {
+  readonly sessionId: string;
+  readonly turnId: string;
+  /** The call as the head that started this attempt records it. */
+  readonly call: Pick<ToolCallRecord, "toolCallId" | "name" | "arguments" | "idempotencyKey">;
+  readonly attempt: number;
+  readonly signal: AbortSignal;
+}
+
+const errorText = (error: unknown): string =>
+  error instanceof Error ? error.message || error.name : typeof error === "string" ? error : JSON.stringify(error);
+
+/** Runs the attempt with `runner.callTool`; never throws: every end is an input for the machine. */
+export async function runToolAttempt(runner: Pick<Runner, "callTool">, attempt: ToolAttempt): Promise<MachineInput> {
+  const { sessionId, turnId, call, signal } = attempt;
+  const base = { turnId, toolCallId: call.toolCallId, attempt: attempt.attempt } as const;
+  const idempotencyKey = call.idempotencyKey ?? keyOf(sessionId, turnId, call.toolCallId);
+  try {
+    const outcome = await runInToolCall(
+      {
+        sessionId,
+        turnId,
+        toolCallId: call.toolCallId,
+        toolName: call.name,
+        idempotencyKey,
+        attempt: attempt.attempt,
+        signal,
+      },
+      () =>
+        runner.callTool({
+          sessionId,
+          turnId,
+          toolCallId: call.toolCallId,
+          name: call.name,
+          arguments: call.arguments,
+          attempt: attempt.attempt,
+          idempotencyKey,
+          signal,
+        }),
+    );
+    return { type: "call_finished", ...base, outcome };
+  } catch (error) {
+    if (ToolCancelledError.isInstance(error)) return { type: "call_cancelled", ...base, message: error.message };
+    if (ToolExecutionError.isInstance(error))
+      return { type: "call_finished", ...base, outcome: { status: "failed", message: error.message } };
+    return { type: "call_attempt_failed", ...base, error: errorText(error) };
+  }
+}
