@@ -28,7 +28,8 @@ export {
 export { backoffDelay, machineConfig } from "./definition.js";
 export { resolveCallPolicy, validatePolicies, type ToolDescription } from "./policy.js";
 export { runInToolCall, runOutsideToolCall } from "./tool-context.js";
-export { runToolAttempt, type ToolAttempt } from "./tool-step.js";
+export { modelAttemptFailed, runToolAttempt, type ToolAttempt } from "./tool-step.js";
+export { TurnSignals } from "./turn-signals.js";
 export {
   defaultRejectionMessage,
   describeOutcome,

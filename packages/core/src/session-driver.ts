@@ -10,7 +10,7 @@
 import { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
 import { HistoryCache } from "./history-cache.js";
 import { machineConfig, type SessionDefinition } from "./definition.js";
-import { LeaseLostError, ModelStepError, StoredStateError, VersionConflictError } from "./errors.js";
+import { LeaseLostError, VersionConflictError } from "./errors.js";
 import {
   applyAll,
   currentCalls,
@@ -25,7 +25,8 @@ import type { RunModelResult } from "./runner.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
 import type { Lease, SessionStore } from "./store.js";
 import { loadStoredSession } from "./stored-session.js";
-import { runToolAttempt } from "./tool-step.js";
+import { modelAttemptFailed, runToolAttempt } from "./tool-step.js";
+import { TurnSignals } from "./turn-signals.js";
 
 export interface DriveOptions {
   readonly store: SessionStore;
@@ -43,9 +44,6 @@ export interface DriveOptions {
 }
 
 export type DriveEnd = "idle" | "stopped" | "lost" | "missing";
-
-const errorText = (error: unknown): string =>
-  error instanceof Error ? error.message || error.name : typeof error === "string" ? error : JSON.stringify(error);
 
 export async function driveSession(options: DriveOptions): Promise<DriveEnd> {
   return new SessionDriver(options).run();
@@ -75,8 +73,8 @@ class SessionDriver {
   private lost = false;
   /** The first unexpected error of a launched step or a commit: the drive ends by throwing it. */
   private failure: { readonly error: unknown } | null = null;
-  /** One controller per turn with steps in flight: aborted once the turn is cancelled or ended. */
-  private readonly turnAborts = new Map<string, AbortController>();
+  /** One signal per turn with steps in flight: aborted once the turn is cancelled or ended. */
+  private readonly turnSignals = new TurnSignals();
   private readonly config: MachineConfig;
   private readonly store: SessionStore;
   private readonly definition: SessionDefinition;
@@ -203,12 +201,12 @@ class SessionDriver {
         this.history?.push(...t.appendHistory);
         // In the same serialized task as the commit: a delta commit queued behind it sees the abort.
         this.head = t.head;
-        this.abortEndedTurns();
+        this.turnSignals.abortEnded(this.head);
       });
     }
     this.head = t.head;
     this.nextAt = t.due.nextAt;
-    this.abortEndedTurns();
+    this.turnSignals.abortEnded(this.head);
     for (const step of t.due.steps) {
       if (step.kind === "RunModel") this.launchModel(step);
       else this.launchTool(step);
@@ -217,30 +215,7 @@ class SessionDriver {
 
   /** The signal of a step of this turn: aborted when the turn is cancelled or ended, or the lease is lost. */
   private stepSignal(turnId: string): AbortSignal {
-    const turn = this.head.turn;
-    if (turn?.turnId !== turnId || (turn.phase !== "model" && turn.phase !== "tools")) {
-      return AbortSignal.abort(Object.assign(new Error("the turn was cancelled or ended"), { name: "AbortError" }));
-    }
-    let controller = this.turnAborts.get(turnId);
-    if (!controller) {
-      controller = new AbortController();
-      this.turnAborts.set(turnId, controller);
-    }
-    return AbortSignal.any([this.options.signal, controller.signal]);
-  }
-
-  /** Aborts the steps of every turn that is no longer running its model or tools (cancelled, ended). */
-  private abortEndedTurns(): void {
-    const turn = this.head.turn;
-    for (const [turnId, controller] of this.turnAborts) {
-      if (turn?.turnId === turnId && (turn.phase === "model" || turn.phase === "tools")) continue;
-      this.turnAborts.delete(turnId);
-      const reason = new Error(
-        turn?.turnId === turnId && turn.phase === "cancelling" ? "the turn was cancelled" : "the turn ended",
-      );
-      reason.name = "AbortError";
-      controller.abort(reason);
-    }
+    return this.turnSignals.signalFor(this.head, turnId, this.options.signal);
   }
 
   private poke(): void {
@@ -352,20 +327,7 @@ class SessionDriver {
         // Deltas still buffered go into the same commit as the step's result.
         const buffered = await coalescer.finish();
         const events = signal.aborted ? [] : buffered;
-        // Another attempt cannot fix a failure the runner says is final, nor a run state it cannot read.
-        const retryable = !ModelStepError.isInstance(error) && !StoredStateError.isInstance(error);
-        return {
-          input: {
-            type: "model_attempt_failed",
-            turnId,
-            modelStep,
-            attempt,
-            error: errorText(error),
-            ...(retryable ? {} : { retryable }),
-          } as const,
-          events,
-          signal,
-        };
+        return { input: modelAttemptFailed(step, error), events, signal };
       }
       const buffered = await coalescer.finish();
       const events = signal.aborted ? [] : buffered;

@@ -1,10 +1,11 @@
 /**
- * One attempt of a tool call, run the way every engine runs it: inside the call's context
- * (`currentToolCall()`), with its abort signal, and its end turned into the machine's input — the
- * outcome, `call_cancelled` for a `ToolCancelledError`, a final `failed` for a `ToolExecutionError`,
- * and a failed attempt (which the policy table may retry) for any other error.
+ * How every engine turns a step's end into the machine's input. A tool call's attempt runs inside
+ * the call's context (`currentToolCall()`), with its abort signal; its end is the outcome,
+ * `call_cancelled` for a `ToolCancelledError`, a final `failed` for a `ToolExecutionError`, and a
+ * failed attempt (which the policy table may retry) for any other error. A RunModel attempt that
+ * threw is `modelAttemptFailed`.
  */
-import { ToolCancelledError, ToolExecutionError } from "./errors.js";
+import { ModelStepError, StoredStateError, ToolCancelledError, ToolExecutionError } from "./errors.js";
 import { idempotencyKey as keyOf } from "./policy.js";
 import type { MachineInput } from "./machine.js";
 import type { Runner } from "./runner.js";
@@ -20,7 +21,7 @@ export interface ToolAttempt {
   readonly signal: AbortSignal;
 }
 
-const errorText = (error: unknown): string =>
+export const errorText = (error: unknown): string =>
   error instanceof Error ? error.message || error.name : typeof error === "string" ? error : JSON.stringify(error);
 
 /** Runs the attempt with `runner.callTool`; never throws: every end is an input for the machine. */
@@ -58,4 +59,23 @@ export async function runToolAttempt(runner: Pick<Runner, "callTool">, attempt: 
       return { type: "call_finished", ...base, outcome: { status: "failed", message: error.message } };
     return { type: "call_attempt_failed", ...base, error: errorText(error) };
   }
+}
+
+/**
+ * The machine's input for a RunModel attempt that threw: retried per `modelRetry`, except a failure
+ * the runner says is final (`ModelStepError`) or a run state it cannot read (`StoredStateError`).
+ */
+export function modelAttemptFailed(
+  step: { readonly turnId: string; readonly modelStep: number; readonly attempt: number },
+  error: unknown,
+): MachineInput {
+  const retryable = !ModelStepError.isInstance(error) && !StoredStateError.isInstance(error);
+  return {
+    type: "model_attempt_failed",
+    turnId: step.turnId,
+    modelStep: step.modelStep,
+    attempt: step.attempt,
+    error: errorText(error),
+    ...(retryable ? {} : { retryable }),
+  };
 }

@@ -34,6 +34,7 @@ import {
 } from "@durable-agents/core";
 import {
   applyAll,
+  TurnSignals,
   type CoalescerOptions,
   currentCalls,
   type DueStep,
@@ -148,7 +149,7 @@ class Drive {
     readonly registered: restate.RestatePromise<Done>;
   } | null = null;
   private timer: { readonly at: number; readonly promise: restate.RestatePromise<Done> } | null = null;
-  private readonly turnAborts = new Map<string, AbortController>();
+  private readonly turnSignals = new TurnSignals();
   private readonly deps: StepDeps;
   private transitions = 0;
 
@@ -293,7 +294,7 @@ class Drive {
     this.head = t.head;
     this.nextAt = t.due.nextAt;
     this.transitions += 1;
-    this.abortEndedTurns();
+    this.turnSignals.abortEnded(this.head);
     if (t.due.steps.length === 0) return;
     // A single-attempt call's start gets its own journal entry, durable before the tool runs.
     const single = t.due.steps.filter((step) => step.kind === "CallSingleAttemptTool");
@@ -361,29 +362,7 @@ class Drive {
 
   /** The signal of a step of this turn: aborted when the turn is cancelled or ends, or this attempt ends. */
   private stepSignal(turnId: string): AbortSignal {
-    const turn = this.head.turn;
-    if (turn?.turnId !== turnId || (turn.phase !== "model" && turn.phase !== "tools")) {
-      return AbortSignal.abort(Object.assign(new Error("the turn was cancelled or ended"), { name: "AbortError" }));
-    }
-    let controller = this.turnAborts.get(turnId);
-    if (!controller) {
-      controller = new AbortController();
-      this.turnAborts.set(turnId, controller);
-    }
-    return AbortSignal.any([this.ctx.request().attemptCompletedSignal, controller.signal]);
-  }
-
-  private abortEndedTurns(): void {
-    const turn = this.head.turn;
-    for (const [turnId, controller] of this.turnAborts) {
-      if (turn?.turnId === turnId && (turn.phase === "model" || turn.phase === "tools")) continue;
-      this.turnAborts.delete(turnId);
-      const reason = new Error(
-        turn?.turnId === turnId && turn.phase === "cancelling" ? "the turn was cancelled" : "the turn ended",
-      );
-      reason.name = "AbortError";
-      controller.abort(reason);
-    }
+    return this.turnSignals.signalFor(this.head, turnId, this.ctx.request().attemptCompletedSignal);
   }
 }
 

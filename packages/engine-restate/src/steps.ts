@@ -3,13 +3,7 @@
  * the state machine's next input. Nothing here may throw (a throwing `ctx.run` would be retried by
  * Restate behind the machine's back): every failure becomes an input the machine decides on.
  */
-import {
-  type EventBody,
-  ModelStepError,
-  type SessionDefinition,
-  type SessionHead,
-  StoredStateError,
-} from "@durable-agents/core";
+import type { EventBody, SessionDefinition, SessionHead } from "@durable-agents/core";
 import {
   type CoalescerOptions,
   currentCalls,
@@ -19,6 +13,7 @@ import {
   type MachineInput,
   outcomesForNextModelStep,
   type RunModelResult,
+  modelAttemptFailed,
   runToolAttempt,
 } from "@durable-agents/core/engine";
 import type { SessionHistories } from "./histories.js";
@@ -41,9 +36,6 @@ export interface StepDeps {
 
 export const interruptedMessage =
   "the engine stopped during this call: Restate replayed the session and found no result for it";
-
-export const errorText = (error: unknown): string =>
-  error instanceof Error ? error.message || error.name : typeof error === "string" ? error : JSON.stringify(error);
 
 type ModelStep = Extract<DueStep, { kind: "RunModel" }>;
 type ToolStep = Exclude<DueStep, { kind: "RunModel" }>;
@@ -78,22 +70,11 @@ export async function runModelStep(
   const turn = head.turn!;
   const { turnId, modelStep, attempt } = step;
   const sessionId = head.sessionId;
-  const failed = (error: unknown, events: readonly EventBody[]): StepDone => {
-    // Another attempt cannot fix a failure the runner says is final, nor a run state it cannot read.
-    const retryable = !ModelStepError.isInstance(error) && !StoredStateError.isInstance(error);
-    return {
-      input: {
-        type: "model_attempt_failed",
-        turnId,
-        modelStep,
-        attempt,
-        error: errorText(error),
-        ...(retryable ? {} : { retryable }),
-      },
-      events,
-      at: Date.now(),
-    };
-  };
+  const failed = (error: unknown, events: readonly EventBody[]): StepDone => ({
+    input: modelAttemptFailed(step, error),
+    events,
+    at: Date.now(),
+  });
   let history: Awaited<ReturnType<SessionHistories["load"]>>;
   try {
     history = await deps.histories.load(sessionId, head.historyLength, signal);

@@ -25,7 +25,9 @@ import {
   machineConfig,
   joinedMessages,
   outcomesForNextModelStep,
+  modelAttemptFailed,
   runToolAttempt,
+  TurnSignals,
   type DueStep,
   type Lease,
   type MachineInput,
@@ -43,8 +45,6 @@ export interface Journal {
   readonly from: SessionHead;
   readonly entries: JournalEntry[];
 }
-
-const errorText = (error: unknown) => (error instanceof Error ? error.message || error.name : String(error));
 
 export class JournalEngine implements ConformanceWorker {
   drives = 0;
@@ -163,22 +163,10 @@ export class JournalEngine implements ConformanceWorker {
       let running = 0;
       let nextAt: number | null = null;
       // Each turn's steps share a signal, aborted once the turn is no longer running its model or tools.
-      const turnAborts = new Map<string, AbortController>();
-      const abortEndedTurns = (at: SessionHead) => {
-        for (const [turnId, controller] of turnAborts) {
-          if (at.turn?.turnId === turnId && (at.turn.phase === "model" || at.turn.phase === "tools")) continue;
-          turnAborts.delete(turnId);
-          controller.abort(Object.assign(new Error("the turn was cancelled or ended"), { name: "AbortError" }));
-        }
-      };
+      const turnSignals = new TurnSignals();
       const launch = (step: DueStep, at: SessionHead) => {
         running += 1;
-        let controller = turnAborts.get(step.turnId);
-        if (!controller) {
-          controller = new AbortController();
-          turnAborts.set(step.turnId, controller);
-        }
-        const signal = AbortSignal.any([abort.signal, controller.signal]);
+        const signal = turnSignals.signalFor(at, step.turnId, abort.signal);
         void this.runStep(step, at, signal).then((input) => {
           running -= 1;
           inputs.push(input);
@@ -225,7 +213,7 @@ export class JournalEngine implements ConformanceWorker {
           journal.entries.push(entry);
           head = t.head;
           nextAt = t.due.nextAt;
-          abortEndedTurns(head);
+          turnSignals.abortEnded(head);
           for (const step of t.due.steps) launch(step, head);
           continue;
         }
@@ -270,7 +258,7 @@ export class JournalEngine implements ConformanceWorker {
         });
         return { type: "model_completed", ...base, result };
       } catch (error) {
-        return { type: "model_attempt_failed", ...base, error: errorText(error) };
+        return modelAttemptFailed(base, error);
       }
     }
     const call = currentCalls(turn).find((c) => c.toolCallId === step.toolCallId)!;
