@@ -7,4 +7,4 @@ export { restateSessions, type RestateSessions, type RestateSessionsOptions } fr
 export { RestateSessionStore, type RestateSessionStoreOptions } from "./restate-store.js";
 export { IngressClient, type IngressOptions, type RequestOptions } from "./ingress.js";
 export { serviceNames, type ServiceNames } from "./names.js";
-export type { EngineServiceOptions } from "./engine-object.js";
+export type { EngineServiceOptions } from "./drive.js";

@@ -88,6 +88,11 @@ export class IngressClient {
     });
   }
 
+  /** Resolves an awakeable with a JSON value (Restate's `/restate/awakeables/<id>/resolve`). */
+  async resolveAwakeable(awakeableId: string, value: unknown, options: RequestOptions = {}): Promise<void> {
+    await this.request(`restate/awakeables/${encodeURIComponent(awakeableId)}/resolve`, value, options);
+  }
+
   private async request(path: string, body: unknown, options: RequestOptions): Promise<string> {
     const deadline = Date.now() + this.retryForMs;
     const headers: Record<string, string> = { ...this.headers, "content-type": "application/json" };

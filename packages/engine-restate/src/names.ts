@@ -5,10 +5,13 @@
 import { ConfigurationError } from "@durable-agents/core";
 
 export interface ServiceNames {
-  /** The virtual object that holds a session's state, inbox and events (keyed by session ID). */
+  /**
+   * The virtual object (keyed by session ID) that holds a session's head, history and events, and
+   * whose exclusive `drive` handler runs its steps and writes them.
+   */
   readonly session: string;
-  /** The virtual object whose `drive` handler runs a session's steps (keyed by session ID). */
-  readonly engine: string;
+  /** The virtual object (keyed by session ID) that holds a session's inbox and its long polls. */
+  readonly inbox: string;
   /** The service whose `next` handler answers once a session's events or inbox move (a long poll). */
   readonly watch: string;
 }
@@ -24,7 +27,7 @@ export function serviceNames(prefix = ""): ServiceNames {
   }
   return {
     session: `${prefix}DurableSession`,
-    engine: `${prefix}DurableSessionEngine`,
+    inbox: `${prefix}DurableSessionInbox`,
     watch: `${prefix}DurableSessionWatch`,
   };
 }

@@ -4,7 +4,7 @@
  * client can rebuild the exact typed error of core (a thrown TerminalError would reach it as an
  * HTTP status and a message only).
  */
-import type { ErrorCode, EventBody, HistoryItem, InboxEntry, InboxItem, SessionHead } from "@durable-agents/core";
+import type { ErrorCode, EventBody, InboxEntry, InboxItem, SessionHead } from "@durable-agents/core";
 import type { CommitResult, EnqueueResult, NewSession } from "@durable-agents/core/engine";
 
 export type Answer<T> =
@@ -20,14 +20,32 @@ export interface SessionCursor {
   readonly inboxSeq: number;
 }
 
-/** The session object's bookkeeping: one state entry (`meta`) that every handler reads first. */
-export interface SessionMeta extends SessionCursor {
+/** Where the session object's head and events are (its `meta` state entry). */
+export interface SessionMeta {
+  readonly version: number;
+  readonly lastEventSeq: number;
   /** History items stored (`h:0` … `h:<historyLength - 1>`). */
   readonly historyLength: number;
-  /** The awakeable of a running drive that waits for the inbox, resolved by the next entry. */
-  readonly driverWake: string | null;
+}
+
+/** The inbox object's bookkeeping (its `meta` state entry). */
+export interface InboxMeta {
+  /** The seq of the last entry stored (`i:1` … `i:<inboxSeq>`). */
+  readonly inboxSeq: number;
+  /** The running drive's wake-up awakeable, resolved by the next entry or watcher. */
+  readonly driverWake: DriverWake | null;
   /** Long polls waiting for the session to move past their cursors. */
   readonly watchers: readonly Watcher[];
+  /** Watchers handed to the drive's wake-up awakeable, answered again when that drive ends. */
+  readonly handed: readonly Watcher[];
+  /** Where the session was when its last drive ended (what a new watcher is compared with). */
+  readonly known: { readonly version: number; readonly lastEventSeq: number };
+}
+
+export interface DriverWake {
+  readonly awakeableId: string;
+  /** The drive's inbox cursor when it registered: entries past it are handed over. */
+  readonly cursor: number;
 }
 
 export interface Watcher extends SessionCursor {
@@ -40,40 +58,42 @@ export interface CreateRequest {
   readonly at: string;
 }
 
+/** What the inbox object asks the session object to store when a session is created. */
+export interface InitRequest {
+  readonly head: SessionHead;
+  readonly events: readonly EventBody[];
+  readonly at: string;
+}
+
 export interface EnqueueRequest {
   readonly entry: InboxEntry;
   readonly dedupeKey: string | null;
 }
 
-/** One transition of the state machine, sent by the drive: the head, the history it appends, its events. */
-export interface CommitRequest {
-  readonly head: SessionHead;
-  readonly appendHistory: readonly HistoryItem[];
-  readonly events: readonly EventBody[];
-  readonly at: string;
+/** A drive's parameter: the inbox entries handed to it (those at or below its head's cursor are skipped). */
+export interface DriveRequest {
+  readonly entries: readonly InboxItem[];
+  /** Sent by a drive that handed over to a fresh one (a long journal): it starts with a tick. */
+  readonly handover?: boolean;
 }
 
-/** Events without a head (a model step's text deltas while it streams). */
-export interface AppendEventsRequest {
-  readonly events: readonly EventBody[];
-  readonly at: string;
-}
-
-/** What a drive starts from: the head as committed, and the inbox entries it has not applied. */
-export interface Opened {
-  readonly head: SessionHead;
-  readonly version: number;
-  readonly inbox: readonly InboxItem[];
-}
-
-export interface WatchInboxRequest {
-  readonly cursor: number;
-  readonly awakeableId: string;
-}
-
-/** What resolves a drive's wake-up awakeable: the inbox entry that arrived. */
+/** What resolves a drive's wake-up awakeable: inbox entries past its cursor, long polls to answer. */
 export interface Wake {
   readonly entries: readonly InboxItem[];
+  readonly watchers: readonly Watcher[];
+}
+
+/** A drive that ends tells the inbox object where the session is and which wake-up it leaves. */
+export interface EndedRequest {
+  readonly awakeableId: string | null;
+  readonly version: number;
+  readonly lastEventSeq: number;
+}
+
+/** What resolves a streaming model step's delta awakeable: the text deltas it produced. */
+export interface DeltaBatch {
+  readonly events: readonly EventBody[];
+  readonly at: number;
 }
 
 /** A long poll: answer once the session's version, events or inbox moved past these, or after `timeoutMs`. */

@@ -12,9 +12,10 @@
  */
 import { ConfigurationError, type SessionDefinition } from "@durable-agents/core";
 import type { CoalescerOptions } from "@durable-agents/core/engine";
-import { type EngineServiceOptions, engineObject } from "./engine-object.js";
+import type { EngineServiceOptions } from "./drive.js";
 import { SessionHistories } from "./histories.js";
 import { type ServiceNames, serviceNames } from "./names.js";
+import { inboxObject } from "./inbox-object.js";
 import { RestateSessionStore } from "./restate-store.js";
 import { sessionObject } from "./session-object.js";
 import { watchService } from "./watch-service.js";
@@ -24,8 +25,8 @@ export interface RestateSessionsOptions {
   readonly sessions: readonly SessionDefinition[];
   /**
    * Restate's ingress URL as this endpoint reaches it. A model step reads the history items its
-   * process has not seen through it, and streams text deltas to the session object through it: both
-   * stay out of the journal.
+   * process has not seen through it (kept out of the journal), and hands its text deltas to the
+   * drive through it (resolving the drive's awakeables).
    */
   readonly ingressUrl: string;
   /** Headers for those ingress requests (e.g. an API token). */
@@ -42,7 +43,7 @@ export interface RestateSessionsOptions {
   readonly onDriveEnd?: () => void;
   /**
    * Restate's `inactivityTimeout`, `abortTimeout`, `retryPolicy` and `journalRetention` (default 0)
-   * for the engine object. A model or tool call that runs longer than the two timeouts together
+   * for the session object's `drive` handler. A model or tool call that runs longer than the two timeouts together
    * (1 + 10 minutes by default) is aborted by Restate and treated as interrupted: raise them for
    * longer calls.
    */
@@ -51,10 +52,10 @@ export interface RestateSessionsOptions {
 
 export interface RestateSessions {
   readonly names: ServiceNames;
-  /** The session object, the engine object and the watch service: bind all three to the endpoint. */
+  /** The session object, the inbox object and the watch service: bind all three to the endpoint. */
   readonly services: readonly [
     ReturnType<typeof sessionObject>,
-    ReturnType<typeof engineObject>,
+    ReturnType<typeof inboxObject>,
     ReturnType<typeof watchService>,
   ];
 }
@@ -79,15 +80,15 @@ export function restateSessions(options: RestateSessionsOptions): RestateSession
   const histories = new SessionHistories((sessionId, offset) => store.readHistory(sessionId, offset), {
     ...(options.historyCacheItems !== undefined ? { maxItems: options.historyCacheItems } : {}),
   });
-  const engine = engineObject({
+  const session = sessionObject({
     names,
     definitions,
     histories,
-    publish: (sessionId, events) => store.appendEvents(sessionId, events),
+    resolveAwakeable: (id, value) => store.ingress.resolveAwakeable(id, value),
     ...(options.coalescing ? { coalescing: options.coalescing } : {}),
     ...(options.transitionsPerDrive !== undefined ? { transitionsPerDrive: options.transitionsPerDrive } : {}),
     ...(options.onDriveEnd ? { onDriveEnd: options.onDriveEnd } : {}),
     ...(options.engineOptions ? { serviceOptions: options.engineOptions } : {}),
   });
-  return { names, services: [sessionObject(names), engine, watchService(names)] };
+  return { names, services: [session, inboxObject(names), watchService(names)] };
 }

@@ -2,9 +2,9 @@
  * The sessions of a Restate deployment seen as core's `SessionStore`, over Restate's HTTP ingress:
  * hand it to core's `SessionClient` and a client gets the whole client API (start, send, approve and
  * reject, cancel, steer, snapshots, events from a cursor and followed live, waits) on sessions the
- * Restate engine drives. Every write is a call to the session object with an idempotency key (a
- * retried request is applied once); reads are its shared handlers, which never wait for a running
- * turn.
+ * Restate engine drives. Every write is a call to the inbox object with an idempotency key (a
+ * retried request is applied once); reads are shared handlers of the session and inbox objects,
+ * which never wait for a running turn.
  *
  * The engine commits its transitions itself and needs no leases, so `commit` and the lease methods
  * refuse with `ConfigurationError`: a core `Worker` cannot drive these sessions.
@@ -17,7 +17,6 @@ import { randomUUID } from "node:crypto";
 import {
   ConfigurationError,
   ContractViolationError,
-  type EventBody,
   type HistoryItem,
   type InboxEntry,
   type InboxItem,
@@ -45,6 +44,12 @@ export interface RestateSessionStoreOptions extends IngressOptions {
   readonly prefix?: string;
   /** How long one long poll waits before it is asked again (ms, default 10,000). */
   readonly longPollMs?: number;
+  /**
+   * The shortest time between two long polls of one session (ms, default 15): a session that moves
+   * faster is reported at most this often (each report covers everything that moved), which bounds
+   * what a follower costs the cluster while a turn streams. 0: every change, at once.
+   */
+  readonly minPollIntervalMs?: number;
 }
 
 /** Sessions watched for notifications this long after the store last touched them. */
@@ -64,6 +69,7 @@ export class RestateSessionStore implements SessionStore {
   /** Sessions with a long-poll loop running. */
   private readonly polling = new Map<string, AbortController>();
   private readonly longPollMs: number;
+  private readonly minPollIntervalMs: number;
   private lastListenerAt = 0;
   private closed = false;
 
@@ -71,11 +77,12 @@ export class RestateSessionStore implements SessionStore {
     this.names = serviceNames(options.prefix);
     this.ingress = new IngressClient(options);
     this.longPollMs = options.longPollMs ?? 10_000;
+    this.minPollIntervalMs = options.minPollIntervalMs ?? 15;
   }
 
   async createSession(session: NewSession): Promise<CommitResult> {
     const { head } = storeInput.checkNewSession(session);
-    const answer = await this.callSession<Answer<CommitResult>>(
+    const answer = await this.callInbox<Answer<CommitResult>>(
       head.sessionId,
       "create",
       { session, at: new Date().toISOString() },
@@ -97,7 +104,7 @@ export class RestateSessionStore implements SessionStore {
 
   async commit(): Promise<CommitResult> {
     throw new ConfigurationError(
-      "sessions on Restate are committed by the engine's session object, not through the store: run them with restateSessions(), not a Worker",
+      "sessions on Restate are committed by their drive in the session object, not through the store: run them with restateSessions(), not a Worker",
     );
   }
 
@@ -105,7 +112,7 @@ export class RestateSessionStore implements SessionStore {
     storeInput.checkSessionId(sessionId);
     storeInput.checkInboxEntry(entry);
     storeInput.checkDedupeKey(dedupeKey);
-    const answer = await this.callSession<Answer<EnqueueResult>>(
+    const answer = await this.callInbox<Answer<EnqueueResult>>(
       sessionId,
       "enqueue",
       { entry, dedupeKey },
@@ -117,7 +124,7 @@ export class RestateSessionStore implements SessionStore {
   async readInbox(sessionId: string, afterSeq: number): Promise<InboxItem[]> {
     storeInput.checkSessionId(sessionId);
     storeInput.checkCount("afterSeq", afterSeq);
-    return this.callSession<InboxItem[]>(sessionId, "inbox", { after: afterSeq });
+    return this.callInbox<InboxItem[]>(sessionId, "inbox", { after: afterSeq });
   }
 
   async acquireLease(): Promise<Lease | null> {
@@ -137,15 +144,6 @@ export class RestateSessionStore implements SessionStore {
     return this.callSession<SessionEvent[]>(sessionId, "events", { after: afterSeq, limit });
   }
 
-  /** Appends events without a head (used by the engine for a streaming model step's deltas). */
-  async appendEvents(sessionId: string, events: readonly EventBody[]): Promise<void> {
-    if (events.length === 0) return;
-    await this.ingress.send(this.names.session, sessionId, "appendEvents", {
-      events,
-      at: new Date().toISOString(),
-    });
-  }
-
   subscribe(listener: (notification: StoreNotification) => void): () => void {
     this.listeners.add(listener);
     for (const sessionId of this.touched.keys()) this.poll(sessionId);
@@ -161,9 +159,14 @@ export class RestateSessionStore implements SessionStore {
     this.polling.clear();
   }
 
-  private async callSession<T>(sessionId: string, handler: string, body: unknown, idempotencyKey?: string): Promise<T> {
+  private async callSession<T>(sessionId: string, handler: string, body: unknown): Promise<T> {
     this.touch(sessionId);
-    return this.ingress.call<T>(this.names.session, sessionId, handler, body, idempotencyKey ? { idempotencyKey } : {});
+    return this.ingress.call<T>(this.names.session, sessionId, handler, body);
+  }
+
+  private async callInbox<T>(sessionId: string, handler: string, body: unknown, idempotencyKey?: string): Promise<T> {
+    this.touch(sessionId);
+    return this.ingress.call<T>(this.names.inbox, sessionId, handler, body, idempotencyKey ? { idempotencyKey } : {});
   }
 
   private touch(sessionId: string): void {
@@ -184,8 +187,12 @@ export class RestateSessionStore implements SessionStore {
     this.polling.set(sessionId, abort);
     void (async () => {
       let cursor: SessionCursor | null = null;
+      let polledAt = Number.NEGATIVE_INFINITY;
       try {
         while (!abort.signal.aborted && (this.listeners.size > 0 || Date.now() - this.lastListenerAt < lingerMs)) {
+          const wait = polledAt + this.minPollIntervalMs - performance.now();
+          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+          polledAt = performance.now();
           const touchedAt = this.touched.get(sessionId);
           if (touchedAt === undefined || Date.now() - touchedAt > watchForMs) break;
           const request: NextRequest = {

@@ -17,6 +17,7 @@ import {
   runToolAttempt,
 } from "@durable-agents/core/engine";
 import type { SessionHistories } from "./histories.js";
+import type { DeltaBatch } from "./protocol.js";
 
 /** A finished step: the machine's input, the deltas still buffered when it ended, and when it ended. */
 export interface StepDone {
@@ -29,9 +30,55 @@ export interface StepDone {
 export interface StepDeps {
   readonly definition: SessionDefinition;
   readonly histories: SessionHistories;
-  /** Hands text deltas to the session object while the model streams (not journaled). */
-  readonly publish: (sessionId: string, events: EventBody[]) => Promise<void>;
+  /** Resolves an awakeable through the ingress: how a streaming step hands its deltas to the drive. */
+  readonly resolveAwakeable: (awakeableId: string, value: DeltaBatch) => Promise<void>;
   readonly coalescing?: CoalescerOptions;
+}
+
+/**
+ * Where a streaming model step finds the awakeable for its next batch of deltas: the drive creates
+ * one per batch (an awakeable resolves once) and offers its ID here; the step takes it, resolves it
+ * through the ingress, and waits for the next. A failed resolve drops the step's further batches
+ * until the drive offers a new ID (what is still buffered at the end goes into the step's result).
+ */
+export class DeltaMailbox {
+  private id: string | null = null;
+  private broken = false;
+  private readonly takers: ((id: string | null) => void)[] = [];
+
+  offer(id: string): void {
+    this.broken = false;
+    const taker = this.takers.shift();
+    if (taker) taker(id);
+    else this.id = id;
+  }
+
+  take(signal: AbortSignal): Promise<string | null> {
+    if (this.id !== null) {
+      const id = this.id;
+      this.id = null;
+      return Promise.resolve(id);
+    }
+    if (this.broken || signal.aborted) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const taker = (id: string | null) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(id);
+      };
+      const onAbort = () => {
+        const index = this.takers.indexOf(taker);
+        if (index >= 0) this.takers.splice(index, 1);
+        resolve(null);
+      };
+      this.takers.push(taker);
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /** The last resolve failed: its batch may or may not have reached the drive. */
+  fail(): void {
+    this.broken = true;
+  }
 }
 
 export const interruptedMessage =
@@ -66,6 +113,7 @@ export async function runModelStep(
   head: SessionHead,
   step: ModelStep,
   signal: AbortSignal,
+  mailbox: DeltaMailbox,
 ): Promise<StepDone> {
   const turn = head.turn!;
   const { turnId, modelStep, attempt } = step;
@@ -82,11 +130,12 @@ export async function runModelStep(
     return failed(error, []);
   }
   // Deltas of a step whose turn was cancelled are dropped: its answer is discarded.
-  const coalescer = new DeltaCoalescer(
-    turnId,
-    (events) => (signal.aborted ? Promise.resolve() : deps.publish(sessionId, events).catch(() => {})),
-    deps.coalescing,
-  );
+  const publish = async (events: EventBody[]) => {
+    const id = await mailbox.take(signal);
+    if (id === null || signal.aborted) return;
+    await deps.resolveAwakeable(id, { events, at: Date.now() }).catch(() => mailbox.fail());
+  };
+  const coalescer = new DeltaCoalescer(turnId, publish, deps.coalescing);
   let result: RunModelResult;
   try {
     result = await deps.definition.runner.runModel({

@@ -44,7 +44,7 @@ const openDrives = async (sessionId: string) =>
   (
     await queryRestate<{ n: number }>(
       restateFromEnv().adminUrl,
-      `SELECT count(*) AS n FROM sys_invocation WHERE target_service_name = '${env.names.engine}'
+      `SELECT count(*) AS n FROM sys_invocation WHERE target_service_name = '${env.names.session}' AND target_handler_name = 'drive'
        AND target_service_key = '${sessionId}' AND status != 'completed'`,
     )
   )[0]!.n;

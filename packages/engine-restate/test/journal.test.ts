@@ -39,7 +39,7 @@ async function journalOfTurn(sessionId: string): Promise<{ bytes: number; entrie
   const [row] = await queryRestate<{ bytes: number; entries: number }>(
     restateFromEnv().adminUrl,
     `SELECT i.id AS id, sum(j.raw_length) AS bytes, count(*) AS entries FROM sys_journal j JOIN sys_invocation i ON j.id = i.id
-     WHERE i.target_service_name = '${env.names.engine}' AND i.target_service_key = '${sessionId}'
+     WHERE i.target_service_name = '${env.names.session}' AND i.target_handler_name = 'drive' AND i.target_service_key = '${sessionId}'
      GROUP BY i.id, i.created_at ORDER BY i.created_at DESC LIMIT 1`,
   );
   if (process.env.JOURNAL_DEBUG) {

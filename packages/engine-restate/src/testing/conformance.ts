@@ -4,8 +4,9 @@
  * HTTP/2 endpoint registered with the Restate server; its store is a `RestateSessionStore` over the
  * ingress. The endpoint is a small router, as a load balancer in front of several endpoint
  * processes would be:
- * - the session object and the watch service (what clients call) are always served;
- * - the engine object's invocations (the drives) go to the test's live workers, in turn; with no
+ * - every handler clients call (the session object's reads, the inbox object, the watch service) is
+ *   always served;
+ * - the session object's `drive` invocations go to the test's live workers, in turn; with no
  *   worker alive they wait, as requests to a service whose pods are all down do.
  *
  * A worker is an endpoint instance of its own (its own services, history cache and state), in this
@@ -18,8 +19,9 @@
 import http2 from "node:http2";
 import * as restate from "@restatedev/restate-sdk";
 import type { ConformanceWorker, ConformanceWorkerOptions } from "@durable-agents/core/conformance";
-import { type EngineServiceOptions, engineObject } from "../engine-object.js";
+import type { EngineServiceOptions } from "../drive.js";
 import { SessionHistories } from "../histories.js";
+import { inboxObject } from "../inbox-object.js";
 import { type ServiceNames, serviceNames } from "../names.js";
 import { restateSessions } from "../restate-sessions.js";
 import { RestateSessionStore } from "../restate-store.js";
@@ -63,18 +65,18 @@ export class RestateTestEnv {
     this.prefix = `t${process.pid}x${envCount}x${Math.random().toString(36).slice(2, 8)}`;
     this.names = serviceNames(this.prefix);
     this.store = new RestateSessionStore({ url: options.ingressUrl, prefix: this.prefix, longPollMs: 5_000 });
-    // The front serves clients; its engine object only describes the handler for discovery (drives go to workers).
+    // The front serves clients: every handler but the drive (which goes to the workers).
     const histories = new SessionHistories(async () => []);
     this.front = restate.createEndpointHandler({
       services: [
-        sessionObject(this.names),
-        engineObject({
+        sessionObject({
           names: this.names,
           definitions: new Map(),
           histories,
-          publish: async () => {},
+          resolveAwakeable: async () => {},
           ...(options.engineOptions ? { serviceOptions: options.engineOptions } : {}),
         }),
+        inboxObject(this.names),
         watchService(this.names),
       ],
       logger: quietLogger,
@@ -117,7 +119,7 @@ export class RestateTestEnv {
   private route(exchange: Exchange): void {
     const path = exchange.req.url ?? "";
     exchange.res.stream.on("error", () => {});
-    if (!path.startsWith(`/invoke/${this.names.engine}/`)) {
+    if (path !== `/invoke/${this.names.session}/drive`) {
       this.front(exchange.req, exchange.res);
       return;
     }

@@ -1,0 +1,463 @@
+/**
+ * A session's drive: the session object's exclusive `drive` handler, which runs the session's steps
+ * with core's state machine. Restate runs one invocation of it per session at a time, so at most
+ * one engine advances a session (no leases, no fencing of our own).
+ *
+ * A drive starts from the head in the object's state and the inbox entries it was handed (its
+ * parameter), then over and over: applies what arrived (`applyAll`), writes the transition into the
+ * object's state (head, new history items, new events: journal entries that need no round trip),
+ * answers the long polls it moved past, launches the steps the machine started, each in its own
+ * `ctx.run` (the calls of one response run concurrently), and waits for the first of: a step's
+ * result, a batch of text deltas of a streaming model step (an awakeable the step resolves through
+ * the ingress), a wake-up from the inbox object (an awakeable it resolves with new entries or new
+ * long polls), or the time the machine names (a durable timer). It ends once nothing runs and
+ * nothing falls due: a session waiting for a person holds no invocation; the next inbox entry
+ * sends a new drive.
+ *
+ * The clock of a transition is journaled with what triggered it: a step's result carries the time
+ * it ended; a drive's start, a wake-up with entries and a timer read a journaled clock.
+ *
+ * Crashes: Restate replays the drive's journal, so every transition and every step result already
+ * journaled comes back as it was, in the same order (the machine is pure and its clock journaled).
+ * A step found without a result in the journal was started by an attempt that died; its closure
+ * tells from a liveness flag whether the entry that started it was replayed:
+ * - a single-attempt call journals its own "started" mark before the tool runs: a replayed mark
+ *   means the tool may have run, so the attempt is reported failed (`outcome_unknown`) and the tool
+ *   never runs again;
+ * - a read, an idempotent write or a model call is started by the entry that triggered its
+ *   transition (a step's result, or the clock read after a drive's start, a wake-up or a timer):
+ *   when that was replayed, the attempt is reported failed and the machine runs another one (a read
+ *   runs again, an idempotent write with the same key, a model call counts an attempt), so a crash
+ *   never resets an attempt count.
+ */
+import * as restate from "@restatedev/restate-sdk";
+import {
+  type EventBody,
+  type InboxItem,
+  parseSessionHead,
+  type SessionDefinition,
+  type SessionHead,
+} from "@durable-agents/core";
+import {
+  applyAll,
+  type CoalescerOptions,
+  currentCalls,
+  type DueStep,
+  isTurnActive,
+  type MachineConfig,
+  type MachineInput,
+  machineConfig,
+  type Transition,
+  TurnSignals,
+} from "@durable-agents/core/engine";
+import type { SessionHistories } from "./histories.js";
+import { getAll } from "./inbox-object.js";
+import type { ServiceNames } from "./names.js";
+import type {
+  DeltaBatch,
+  DriveRequest,
+  DriverWake,
+  EndedRequest,
+  SessionCursor,
+  SessionMeta,
+  Wake,
+  Watcher,
+} from "./protocol.js";
+import { writeEvents } from "./session-object.js";
+import { DeltaMailbox, interruptedStep, runModelStep, runToolStep, type StepDeps, type StepDone } from "./steps.js";
+
+export interface DriveOptions {
+  readonly names: ServiceNames;
+  readonly definitions: ReadonlyMap<string, SessionDefinition>;
+  readonly histories: SessionHistories;
+  /** Resolves an awakeable through the ingress (a streaming model step hands its deltas to the drive). */
+  readonly resolveAwakeable: StepDeps["resolveAwakeable"];
+  readonly coalescing?: CoalescerOptions;
+  /**
+   * After this many transitions, a drive with nothing in flight hands the session to a new drive
+   * (a one-way send to itself), so that no journal grows without bound (default 200).
+   */
+  readonly transitionsPerDrive?: number;
+  /** Called when a drive attempt ends, however it ended (tests count drives). */
+  readonly onDriveEnd?: () => void;
+  /** Restate's timeouts and retry policy for the drives (see `RestateSessionsOptions.engineOptions`). */
+  readonly serviceOptions?: EngineServiceOptions;
+}
+
+/**
+ * Restate's settings for the drive handler. A step that runs longer than `inactivityTimeout` plus
+ * `abortTimeout` (1 + 10 minutes by default) has its attempt aborted by Restate and is then treated
+ * as interrupted: raise both for tools or model calls that take longer.
+ */
+export type EngineServiceOptions = Pick<
+  restate.ObjectOptions,
+  "inactivityTimeout" | "abortTimeout" | "retryPolicy" | "journalRetention"
+>;
+
+type Done =
+  | { readonly kind: "step"; readonly key: string; readonly done: StepDone; readonly live: boolean }
+  | { readonly kind: "delta"; readonly key: string; readonly batch: DeltaBatch }
+  | { readonly kind: "wake"; readonly wake: Wake }
+  | { readonly kind: "timer" };
+
+const stepKey = (step: DueStep) =>
+  `${step.turnId}/${step.kind === "RunModel" ? `model:${step.modelStep}` : `tool:${step.toolCallId}`}/${step.attempt}`;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+const configs = new WeakMap<SessionDefinition, MachineConfig>();
+const configOf = (definition: SessionDefinition) => {
+  const config = configs.get(definition) ?? machineConfig(definition);
+  configs.set(definition, config);
+  return config;
+};
+
+/** The `drive` handler's body. */
+export async function driveSession(
+  ctx: restate.ObjectContext,
+  options: DriveOptions,
+  request: DriveRequest | null,
+): Promise<void> {
+  try {
+    const [meta, stored] = await getAll<unknown>(ctx, ["meta", "head"]);
+    if (!meta || !stored) return;
+    let head: SessionHead;
+    try {
+      head = parseSessionHead(stored);
+    } catch (error) {
+      throw new restate.TerminalError(`session "${ctx.key}": ${(error as Error).message}`);
+    }
+    const definition = options.definitions.get(head.agent);
+    if (!definition) {
+      ctx.console.error(`session "${ctx.key}" is of agent "${head.agent}", which this endpoint does not serve`);
+      return;
+    }
+    const drive = new Drive(ctx, options, definition, head, meta as SessionMeta);
+    await drive.run(request?.entries ?? [], request?.handover === true);
+  } finally {
+    options.onDriveEnd?.();
+  }
+}
+
+class Drive {
+  private readonly sessionId: string;
+  private readonly config: MachineConfig;
+  private now = 0;
+  private nextAt: number | null = null;
+  private readonly pending = new Map<string, restate.RestatePromise<Done>>();
+  /** The delta awakeable of each model step in flight, and the mailbox its closure takes the ID from. */
+  private readonly deltas = new Map<string, { promise: restate.RestatePromise<Done>; mailbox: DeltaMailbox }>();
+  /** The wake-up registered with the inbox object, while not resolved. */
+  private wake: { readonly id: string; readonly promise: restate.RestatePromise<Done> } | null = null;
+  /** Long polls handed to this drive, answered once the session moves past them. */
+  private watchers: Watcher[] = [];
+  private timer: { readonly at: number; readonly promise: restate.RestatePromise<Done> } | null = null;
+  private readonly turnSignals = new TurnSignals();
+  private readonly deps: StepDeps;
+  private transitions = 0;
+
+  constructor(
+    private readonly ctx: restate.ObjectContext,
+    private readonly options: DriveOptions,
+    private readonly definition: SessionDefinition,
+    private head: SessionHead,
+    private meta: SessionMeta,
+  ) {
+    this.sessionId = ctx.key;
+    this.config = configOf(definition);
+    this.deps = {
+      definition,
+      histories: options.histories,
+      resolveAwakeable: options.resolveAwakeable,
+      ...(options.coalescing ? { coalescing: options.coalescing } : {}),
+    };
+  }
+
+  async run(handed: readonly InboxItem[], handover: boolean): Promise<void> {
+    const entries = await this.connect(handed);
+    // A drive that finds steps started in the head took over from a drive that was killed (not
+    // replayed): the machine's recovery rules apply.
+    const recovering = hasStartedSteps(this.head);
+    // Sent for an entry a drive before it applied: nothing to do, unless a turn waits (a decision may be due).
+    if (entries.length === 0 && !handover && !recovering && !isTurnActive(this.head.turn)) return;
+    const inputs: MachineInput[] = [];
+    if (recovering) inputs.push({ type: "recover", fence: this.meta.version });
+    inputs.push(...this.inboxInputs(entries), { type: "tick" });
+    let live = await this.clock();
+    let deltas: readonly EventBody[] = [];
+    const limit = this.options.transitionsPerDrive ?? 200;
+    for (;;) {
+      if (inputs.length > 0) {
+        await this.advance(inputs.splice(0), deltas, live);
+        deltas = [];
+      }
+      if (this.pending.size === 0) {
+        if (this.nextAt === null) return this.end();
+        if (this.transitions >= limit) {
+          // Hand over to a fresh drive with a short journal; it starts with a tick.
+          this.ctx.genericSend({
+            service: this.options.names.session,
+            method: "drive",
+            key: this.sessionId,
+            parameter: { entries: [], handover: true } satisfies DriveRequest,
+            inputSerde: restate.serde.json,
+          });
+          return this.end();
+        }
+      }
+      // The wake-up is registered alongside the steps, not before them: a step starts at once.
+      if (!this.wake) this.wake = this.registerWake();
+      const waits = [...this.pending.values(), ...[...this.deltas.values()].map((d) => d.promise), this.wake.promise];
+      const timer = this.timerFor(this.nextAt);
+      if (timer) waits.push(timer);
+      const done = await restate.RestatePromise.race(waits);
+      if (done.kind === "step") {
+        this.pending.delete(done.key);
+        this.deltas.delete(done.key);
+        inputs.push(done.done.input);
+        deltas = done.done.events;
+        this.now = Math.max(this.now, done.done.at);
+        live = done.live;
+      } else if (done.kind === "delta") {
+        this.streamed(done.key, done.batch);
+      } else if (done.kind === "wake") {
+        this.wake = null;
+        this.watch(done.wake.watchers);
+        const fresh = done.wake.entries.filter((item) => item.seq > this.head.inboxCursor);
+        if (fresh.length > 0) {
+          inputs.push(...this.inboxInputs(fresh));
+          live = await this.clock();
+        }
+      } else {
+        this.timer = null;
+        inputs.push({ type: "tick" });
+        live = await this.clock();
+      }
+    }
+  }
+
+  /**
+   * The handed entries past the head's cursor, in order; when they do not follow on from the
+   * cursor (an entry in between was not handed to this drive), the inbox is read from the cursor.
+   */
+  private async connect(handed: readonly InboxItem[]): Promise<InboxItem[]> {
+    const cursor = this.head.inboxCursor;
+    const entries = [...handed].filter((item) => item.seq > cursor).sort((a, b) => a.seq - b.seq);
+    const follows = entries.every((item, i) => item.seq === cursor + 1 + i);
+    if (follows) return entries;
+    return this.ctx.genericCall<{ after: number }, InboxItem[]>({
+      service: this.options.names.inbox,
+      method: "inbox",
+      key: this.sessionId,
+      parameter: { after: cursor },
+      inputSerde: restate.serde.json,
+      outputSerde: restate.serde.json,
+    });
+  }
+
+  /** Registers a wake-up awakeable with the inbox object (a one-way send: no round trip). */
+  private registerWake(): NonNullable<Drive["wake"]> {
+    const awakeable = this.ctx.awakeable<Wake>();
+    this.ctx.genericSend<DriverWake>({
+      service: this.options.names.inbox,
+      method: "watch",
+      key: this.sessionId,
+      parameter: { awakeableId: awakeable.id, cursor: this.head.inboxCursor },
+      inputSerde: restate.serde.json,
+    });
+    return {
+      id: awakeable.id,
+      promise: awakeable.promise.map((wake) => ({ kind: "wake", wake: wake ?? { entries: [], watchers: [] } }) as Done),
+    };
+  }
+
+  /** Ends the drive: every long poll it holds is answered, and the inbox object learns where the session is. */
+  private end(): void {
+    for (const watcher of this.watchers.splice(0)) this.answer(watcher);
+    this.ctx.genericSend<EndedRequest>({
+      service: this.options.names.inbox,
+      method: "ended",
+      key: this.sessionId,
+      parameter: {
+        awakeableId: this.wake?.id ?? null,
+        version: this.meta.version,
+        lastEventSeq: this.meta.lastEventSeq,
+      },
+      inputSerde: restate.serde.json,
+    });
+  }
+
+  private cursorFor(watcher: SessionCursor): SessionCursor {
+    return {
+      version: this.meta.version,
+      lastEventSeq: this.meta.lastEventSeq,
+      inboxSeq: Math.max(watcher.inboxSeq, this.head.inboxCursor),
+    };
+  }
+
+  private answer(watcher: Watcher): void {
+    this.ctx.resolveAwakeable(watcher.awakeableId, this.cursorFor(watcher));
+  }
+
+  /** Keeps the handed long polls and answers those the session already moved past. */
+  private watch(watchers: readonly Watcher[]): void {
+    this.watchers.push(...watchers);
+    this.answerMoved();
+  }
+
+  private answerMoved(): void {
+    if (this.watchers.length === 0) return;
+    const { version, lastEventSeq } = this.meta;
+    this.watchers = this.watchers.filter((watcher) => {
+      if (version <= watcher.version && lastEventSeq <= watcher.lastEventSeq) return true;
+      this.answer(watcher);
+      return false;
+    });
+  }
+
+  /** A journaled clock read; true when it ran in this attempt (not replayed). */
+  private async clock(): Promise<boolean> {
+    const ran = { live: false };
+    const at = await this.ctx.run("clock", () => {
+      ran.live = true;
+      return Date.now();
+    });
+    this.now = Math.max(this.now, at);
+    return ran.live;
+  }
+
+  private timerFor(at: number | null): restate.RestatePromise<Done> | null {
+    if (at === null) {
+      this.timer = null;
+      return null;
+    }
+    if (this.timer?.at !== at) {
+      this.timer = {
+        at,
+        promise: this.ctx.sleep(Math.max(0, at - this.now), "due").map(() => ({ kind: "timer" }) as Done),
+      };
+    }
+    return this.timer.promise;
+  }
+
+  private inboxInputs(items: readonly InboxItem[]): MachineInput[] {
+    return items.map((item) =>
+      item.kind === "message" || item.kind === "steer"
+        ? { type: "inbox", item, userItem: this.definition.runner.userItem("message", item.text) }
+        : { type: "inbox", item },
+    );
+  }
+
+  /**
+   * Applies the inputs as one transition, writes it, and launches the steps it started. `live`:
+   * the entry that triggered this transition ran in this attempt.
+   */
+  private async advance(inputs: MachineInput[], deltas: readonly EventBody[], live: boolean): Promise<void> {
+    const t = applyAll(this.head, inputs, { config: this.config, now: this.now });
+    this.write(t, deltas);
+    this.head = t.head;
+    this.nextAt = t.due.nextAt;
+    this.transitions += 1;
+    this.turnSignals.abortEnded(this.head);
+    this.answerMoved();
+    if (t.due.steps.length === 0) return;
+    // A single-attempt call's start gets its own journal entry, durable before the tool runs.
+    const single = t.due.steps.filter((step) => step.kind === "CallSingleAttemptTool");
+    const mark = { live: false };
+    if (single.length > 0) {
+      const at = await this.ctx.run(`started ${single.map(stepKey).join(" ")}`, () => {
+        mark.live = true;
+        return Date.now();
+      });
+      this.now = Math.max(this.now, at);
+    }
+    for (const step of t.due.steps) {
+      const fresh = step.kind === "CallSingleAttemptTool" ? () => mark.live : () => live;
+      this.launch(step, fresh);
+    }
+  }
+
+  /** Writes a transition into the object's state: the head, the history it appends, its events. */
+  private write(t: Transition, deltas: readonly EventBody[]): void {
+    const events = [...deltas, ...(t.changed ? t.events : [])];
+    if (!t.changed && events.length === 0) return;
+    const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, events, iso(this.now));
+    let { version, historyLength } = this.meta;
+    if (t.changed) {
+      t.appendHistory.forEach((item, index) => {
+        this.ctx.set(`h:${historyLength + index}`, item);
+      });
+      this.options.histories.put(this.sessionId, historyLength, t.appendHistory);
+      historyLength += t.appendHistory.length;
+      version += 1;
+      this.ctx.set("head", t.head);
+    }
+    this.meta = { version, lastEventSeq, historyLength };
+    this.ctx.set("meta", this.meta);
+  }
+
+  /** Text deltas a model step streamed: written as events now (unless its step already ended). */
+  private streamed(key: string, batch: DeltaBatch): void {
+    const entry = this.deltas.get(key);
+    if (!entry) return;
+    if (batch.events.length > 0) {
+      const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, batch.events, iso(batch.at));
+      this.meta = { ...this.meta, lastEventSeq };
+      this.ctx.set("meta", this.meta);
+      this.answerMoved();
+    }
+    this.deltas.set(key, this.deltaAwakeable(key, entry.mailbox));
+  }
+
+  /** A new awakeable for the next batch of a model step's deltas; its ID goes to the step's mailbox. */
+  private deltaAwakeable(key: string, mailbox: DeltaMailbox) {
+    const awakeable = this.ctx.awakeable<DeltaBatch>();
+    mailbox.offer(awakeable.id);
+    return {
+      mailbox,
+      promise: awakeable.promise.map(
+        (batch) => ({ kind: "delta", key, batch: batch ?? { events: [], at: 0 } }) as Done,
+      ),
+    };
+  }
+
+  /** Starts one step's `ctx.run`; `fresh` says whether the entry that started it ran in this attempt. */
+  private launch(step: DueStep, fresh: () => boolean): void {
+    const head = this.head;
+    const key = stepKey(step);
+    const signal = this.stepSignal(step.turnId);
+    const ran = { live: false };
+    let mailbox: DeltaMailbox | null = null;
+    if (step.kind === "RunModel") {
+      mailbox = new DeltaMailbox();
+      this.deltas.set(key, this.deltaAwakeable(key, mailbox));
+    }
+    const promise = this.ctx
+      .run(`${step.kind} ${key}`, async (): Promise<StepDone> => {
+        ran.live = true;
+        if (!fresh()) return interruptedStep(step);
+        return step.kind === "RunModel"
+          ? runModelStep(this.deps, head, step, signal, mailbox!)
+          : runToolStep(this.deps, head, step, signal);
+      })
+      .map((done, failure): Done => {
+        // The closure never throws; a failure here is Restate's own (e.g. a value it could not store).
+        const result = done ?? { ...interruptedStep(step), at: this.now };
+        if (failure) this.ctx.console.warn(`step ${key} failed in Restate: ${failure.message}`);
+        return { kind: "step", key, done: result, live: ran.live };
+      });
+    this.pending.set(key, promise);
+  }
+
+  /** The signal of a step of this turn: aborted when the turn is cancelled or ends, or this attempt ends. */
+  private stepSignal(turnId: string): AbortSignal {
+    return this.turnSignals.signalFor(this.head, turnId, this.ctx.request().attemptCompletedSignal);
+  }
+}
+
+/** Whether the head has a step started and without a result (a RunModel in flight, a running call). */
+function hasStartedSteps(head: SessionHead): boolean {
+  const turn = head.turn;
+  if (!isTurnActive(turn)) return false;
+  return turn.modelRunning || currentCalls(turn).some((call) => call.status === "running");
+}

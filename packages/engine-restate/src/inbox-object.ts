@@ -1,0 +1,254 @@
+/**
+ * The inbox object: one Restate virtual object per session (keyed by session ID) for what comes
+ * from outside while a turn may be running: the inbox (messages, decisions, cancellations, steered
+ * messages) and the long polls of the clients that follow the session. Its handlers are all short,
+ * so an entry is accepted at once, whatever the session's drive is doing: the drive runs in the
+ * session object (`session-object.ts`), which stays locked while a turn runs.
+ *
+ * How an entry reaches the drive: every entry is sent to a new drive invocation of the session
+ * object (its parameter), so none is ever lost; and when a drive is running and waiting (it
+ * registered a wake-up awakeable with `watch`), the entry resolves that awakeable too, so the
+ * running drive applies it at once and the drive sent for it later finds nothing to do.
+ *
+ * How a long poll is answered: the inbox object answers it at once when the inbox moved past it, or
+ * the session moved past it as of the last drive's end (`known`); otherwise it hands it to the
+ * running drive with the drive's wake-up (the drive answers it after the transition that moves
+ * past it), or keeps it until a drive registers one. A drive that ends answers what it holds, and
+ * tells the inbox object where the session is (`ended`); watchers handed to a wake-up the drive
+ * never read are answered then.
+ *
+ * State (lazy): `meta`, `i:<seq>` one entry each, `d:<dedupe key>` the seq stored under that key.
+ */
+import * as restate from "@restatedev/restate-sdk";
+import type { ErrorCode, InboxItem } from "@durable-agents/core";
+import type { ServiceNames } from "./names.js";
+import type {
+  Answer,
+  CommitResult,
+  CreateRequest,
+  DriveRequest,
+  DriverWake,
+  EndedRequest,
+  EnqueueRequest,
+  EnqueueResult,
+  InboxMeta,
+  InitRequest,
+  SessionCursor,
+  Wake,
+  Watcher,
+} from "./protocol.js";
+
+/** Long polls kept per session; the oldest is answered at once when one more registers. */
+const maxWatchers = 64;
+
+type Reader = restate.ObjectSharedContext;
+type Writer = restate.ObjectContext;
+
+const fail = <T>(code: ErrorCode, message: string): Answer<T> => ({ ok: false, error: { code, message } });
+const ok = <T>(value: T): Answer<T> => ({ ok: true, value });
+
+/** Reads several state entries in one round trip. */
+export async function getAll<T>(ctx: Reader, keys: readonly string[]): Promise<(T | null)[]> {
+  if (keys.length === 0) return [];
+  return restate.RestatePromise.all(keys.map((key) => ctx.get<T>(key) as restate.RestatePromise<T | null>));
+}
+
+export const range = (from: number, to: number): number[] =>
+  Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
+
+async function readInbox(ctx: Reader, after: number, last: number): Promise<InboxItem[]> {
+  const items = await getAll<InboxItem>(
+    ctx,
+    range(after + 1, last).map((seq) => `i:${seq}`),
+  );
+  return items.filter((item): item is InboxItem => item !== null);
+}
+
+/** What this object knows of the session's cursor, never behind what the watcher already saw. */
+const cursorFor = (meta: InboxMeta, watcher: SessionCursor): SessionCursor => ({
+  version: Math.max(meta.known.version, watcher.version),
+  lastEventSeq: Math.max(meta.known.lastEventSeq, watcher.lastEventSeq),
+  inboxSeq: Math.max(meta.inboxSeq, watcher.inboxSeq),
+});
+
+const movedPast = (meta: InboxMeta, watcher: SessionCursor): boolean =>
+  meta.inboxSeq > watcher.inboxSeq ||
+  meta.known.version > watcher.version ||
+  meta.known.lastEventSeq > watcher.lastEventSeq;
+
+/** Answers the watchers the meta moved past; returns the others. */
+function answerMoved(ctx: Writer, meta: InboxMeta, watchers: readonly Watcher[]): Watcher[] {
+  const waiting: Watcher[] = [];
+  for (const watcher of watchers) {
+    if (movedPast(meta, watcher)) ctx.resolveAwakeable(watcher.awakeableId, cursorFor(meta, watcher));
+    else waiting.push(watcher);
+  }
+  return waiting;
+}
+
+/** Resolves the drive's wake-up with the entries past its cursor and the waiting watchers. */
+async function wakeDriver(ctx: Writer, meta: InboxMeta, wake: DriverWake): Promise<InboxMeta> {
+  const entries = await readInbox(ctx, wake.cursor, meta.inboxSeq);
+  ctx.resolveAwakeable<Wake>(wake.awakeableId, { entries, watchers: meta.watchers });
+  return { ...meta, driverWake: null, handed: [...meta.handed, ...meta.watchers], watchers: [] };
+}
+
+export function inboxObject(names: ServiceNames) {
+  const drive = (ctx: Writer, request: DriveRequest) =>
+    ctx.genericSend({
+      service: names.session,
+      method: "drive",
+      key: ctx.key,
+      parameter: request,
+      inputSerde: restate.serde.json,
+    });
+
+  return restate.object({
+    name: names.inbox,
+    description: "The inbox and the long polls of a Durable Agents session.",
+    handlers: {
+      /** Creates the session (its head and first events in the session object), optionally with its first entry. */
+      create: restate.handlers.object.exclusive(
+        async (ctx: Writer, req: CreateRequest): Promise<Answer<CommitResult>> => {
+          const head = req.session.head;
+          if (head.sessionId !== ctx.key) return fail("invalid_input", `head is of session "${head.sessionId}"`);
+          if ((await ctx.get<InboxMeta>("meta")) !== null) {
+            return fail("session_state", `a session with ID "${ctx.key}" already exists`);
+          }
+          const init: InitRequest = { head, events: req.session.events, at: req.at };
+          const created = await ctx.genericCall<InitRequest, CommitResult>({
+            service: names.session,
+            method: "init",
+            key: ctx.key,
+            parameter: init,
+            inputSerde: restate.serde.json,
+            outputSerde: restate.serde.json,
+          });
+          let meta: InboxMeta = {
+            inboxSeq: 0,
+            driverWake: null,
+            watchers: [],
+            handed: [],
+            known: { version: created.version, lastEventSeq: created.lastEventSeq },
+          };
+          const inbox = req.session.inbox;
+          if (inbox) {
+            const item = { ...inbox.entry, seq: 1 } as InboxItem;
+            ctx.set("i:1", item);
+            if (inbox.dedupeKey !== null) ctx.set(`d:${inbox.dedupeKey}`, 1);
+            meta = { ...meta, inboxSeq: 1 };
+            drive(ctx, { entries: [item] });
+          }
+          ctx.set("meta", meta);
+          return ok(created);
+        },
+      ),
+
+      /**
+       * Appends an entry once per dedupe key, wakes the running drive, and sends a drive for the
+       * entry (which finds nothing to do when the running drive applied it).
+       */
+      enqueue: restate.handlers.object.exclusive(
+        async (ctx: Writer, req: EnqueueRequest): Promise<Answer<EnqueueResult>> => {
+          const [stored, existing] = await getAll<unknown>(ctx, [
+            "meta",
+            ...(req.dedupeKey === null ? [] : [`d:${req.dedupeKey}`]),
+          ]);
+          if (!stored) return fail("session_not_found", `no session with ID "${ctx.key}"`);
+          if (typeof existing === "number") return ok({ seq: existing, duplicate: true });
+          let meta = stored as InboxMeta;
+          const seq = meta.inboxSeq + 1;
+          const item = { ...req.entry, seq } as InboxItem;
+          ctx.set(`i:${seq}`, item);
+          if (req.dedupeKey !== null) ctx.set(`d:${req.dedupeKey}`, seq);
+          meta = { ...meta, inboxSeq: seq };
+          // Every watcher saw an older inbox: answered now (a watcher also handed to the drive is answered once).
+          meta = { ...meta, watchers: answerMoved(ctx, meta, meta.watchers) };
+          if (meta.driverWake) meta = await wakeDriver(ctx, meta, meta.driverWake);
+          ctx.set("meta", meta);
+          drive(ctx, { entries: [item] });
+          return ok({ seq, duplicate: false });
+        },
+      ),
+
+      /**
+       * A running drive about to wait: the entries past its cursor and the waiting watchers resolve
+       * its awakeable at once; with none, it is kept, and the next entry or watcher resolves it.
+       */
+      watch: restate.handlers.object.exclusive(
+        { ingressPrivate: true },
+        async (ctx: Writer, wake: DriverWake): Promise<void> => {
+          const stored = await ctx.get<InboxMeta>("meta");
+          if (!stored) return;
+          // The drive read its previous wake-up: it holds the watchers handed with it.
+          let meta: InboxMeta = { ...stored, handed: [], driverWake: wake };
+          if (meta.inboxSeq > wake.cursor || meta.watchers.length > 0) meta = await wakeDriver(ctx, meta, wake);
+          ctx.set("meta", meta);
+        },
+      ),
+
+      /** A drive ended: where the session is now; the watchers it may not have read are answered. */
+      ended: restate.handlers.object.exclusive(
+        { ingressPrivate: true },
+        async (ctx: Writer, req: EndedRequest): Promise<void> => {
+          const stored = await ctx.get<InboxMeta>("meta");
+          if (!stored) return;
+          let meta: InboxMeta = {
+            ...stored,
+            known: {
+              version: Math.max(stored.known.version, req.version),
+              lastEventSeq: Math.max(stored.known.lastEventSeq, req.lastEventSeq),
+            },
+          };
+          if (meta.driverWake?.awakeableId === req.awakeableId) meta = { ...meta, driverWake: null };
+          // Handed watchers the drive answered already are answered again: Restate ignores the second answer.
+          for (const watcher of meta.handed) ctx.resolveAwakeable(watcher.awakeableId, cursorFor(meta, watcher));
+          meta = { ...meta, handed: [], watchers: answerMoved(ctx, meta, meta.watchers) };
+          ctx.set("meta", meta);
+        },
+      ),
+
+      /**
+       * A long poll (from the watch service): the cursor when the session moved past the given one
+       * as far as this object knows; else "waiting" (the awakeable is handed to the running drive,
+       * or kept), or null when there is no such session.
+       */
+      watchEvents: restate.handlers.object.exclusive(
+        { ingressPrivate: true },
+        async (ctx: Writer, req: Watcher): Promise<SessionCursor | "waiting" | null> => {
+          const stored = await ctx.get<InboxMeta>("meta");
+          if (!stored) return null;
+          if (movedPast(stored, req)) return cursorFor(stored, req);
+          const watchers = [...stored.watchers, req];
+          while (watchers.length > maxWatchers) {
+            const oldest = watchers.shift()!;
+            ctx.resolveAwakeable(oldest.awakeableId, cursorFor(stored, oldest));
+          }
+          let meta: InboxMeta = { ...stored, watchers };
+          if (meta.driverWake) meta = await wakeDriver(ctx, meta, meta.driverWake);
+          ctx.set("meta", meta);
+          return "waiting";
+        },
+      ),
+
+      /** The entries after `after` (a client's read, or a drive that found a gap in what it was handed). */
+      inbox: restate.handlers.object.shared(async (ctx: Reader, req: { after: number }): Promise<InboxItem[]> => {
+        const meta = await ctx.get<InboxMeta>("meta");
+        return meta ? readInbox(ctx, req.after, meta.inboxSeq) : [];
+      }),
+
+      /** The seq of the last entry, or null when there is no such session. */
+      inboxSeq: restate.handlers.object.shared(async (ctx: Reader): Promise<number | null> => {
+        const meta = await ctx.get<InboxMeta>("meta");
+        return meta ? meta.inboxSeq : null;
+      }),
+    },
+    options: {
+      enableLazyState: true,
+      // Each invocation writes what it changed into the state; its journal is not needed once it ends.
+      journalRetention: 0,
+    },
+  });
+}
+
+export type InboxObject = ReturnType<typeof inboxObject>;
