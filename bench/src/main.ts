@@ -16,6 +16,7 @@ import { startPostgres, type PostgresServer } from "@durable-agents/store-postgr
 import { SqliteStore } from "@durable-agents/store-sqlite";
 import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
 import { CancelPhase } from "./cancel-phase.js";
+import { runRestatePhase } from "./restate-phase.js";
 import { DurablePhase, type DurablePhaseResult } from "./durable-phase.js";
 import { runGrowthPhase, runRawGrowth, type BytesMeter, type GrowthLevel } from "./growth-phase.js";
 import { machineInfo } from "./machine-info.js";
@@ -54,6 +55,8 @@ interface Sizes {
   readonly probeRounds: number;
   /** Cancelled turns: sessions per store (after the warm-up ones), each with `turns` cancelled turns. */
   readonly cancel: { sessions: number; turns: number; warmupSessions: number };
+  /** The Restate row: history levels, and timed turns of each variant per level. */
+  readonly restate: { sizes: readonly number[]; turns: number };
 }
 
 const FULL: Sizes = {
@@ -65,6 +68,7 @@ const FULL: Sizes = {
   throughputRounds: 3,
   probeRounds: 15,
   cancel: { sessions: 20, turns: 10, warmupSessions: 1 },
+  restate: { sizes: [10, 100, 1000], turns: 12 },
 };
 
 const QUICK: Sizes = {
@@ -76,6 +80,7 @@ const QUICK: Sizes = {
   throughputRounds: 1,
   probeRounds: 3,
   cancel: { sessions: 3, turns: 3, warmupSessions: 1 },
+  restate: { sizes: [10, 100], turns: 3 },
 };
 
 const GROWTH_LEVELS = [10, 100, 1000] as const;
@@ -347,6 +352,9 @@ async function runAll(
       for (const phase of Object.values(cancelPhases)) await phase.stop();
     }
 
+    // The Restate engine next to a bare Restate handler, on a private restate-server.
+    const restateFigures = await runRestatePhase({ sizes: sizes.restate.sizes, turns: sizes.restate.turns, log });
+
     // Rounds of 1, 2 and 4 processes on each store, in turns; each count is represented by its median run.
     const allRuns: ThroughputResult[] = [];
     const targets: ThroughputStore[] = [
@@ -475,6 +483,7 @@ async function runAll(
         sqlite: cancelFigures(cancelPhases.sqlite.result()),
         postgres: cancelFigures(cancelPhases.postgres.result()),
       },
+      restate: restateFigures,
     };
     return { ...partial, targets: judgeTargets(partial) };
   } finally {

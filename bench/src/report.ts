@@ -6,6 +6,7 @@ import type { GrowthLevel } from "./growth-phase.js";
 import type { ThroughputResult } from "./throughput-phase.js";
 import type { ModelStepProbe } from "./model-step-probe.js";
 import type { SqliteFloorResult, SqliteInfo } from "./sqlite-probe.js";
+import type { RestateFigures } from "./restate-phase.js";
 
 export interface StepFigures {
   readonly steps: number;
@@ -154,6 +155,8 @@ export interface BenchResults {
     readonly sqlite: CancelFigures;
     readonly postgres: CancelFigures;
   };
+  /** `@durable-agents/engine-restate` next to a bare Restate handler with the same steps (`restate-phase.ts`). */
+  readonly restate: RestateFigures;
   readonly targets: Target[];
 }
 
@@ -319,6 +322,41 @@ export function judgeTargets(r: Omit<BenchResults, "targets">): Target[] {
       limit: "< 100",
       met: r.events.paced.sqliteOtherProcess.p99Ms < 100,
     },
+    ...restateTargets(r.restate),
+  ];
+}
+
+function restateTargets(restate: RestateFigures): Target[] {
+  const levels = restate.levels;
+  const first = levels[0];
+  if (!first) return [];
+  const spreadOf = (pick: (level: RestateFigures["levels"][number]) => number) =>
+    levels.reduce((worst, level) => {
+      const change = pick(level) / pick(first) - 1;
+      return Math.abs(change) > Math.abs(worst) ? change : worst;
+    }, 0);
+  const worstRatio = Math.max(...levels.map((level) => level.ratio));
+  const time = spreadOf((level) => level.session.median);
+  const bytes = spreadOf((level) => level.journalBytesPerStep);
+  return [
+    {
+      name: "engine-restate / bare ctx.run handler, median ms per step (worst level)",
+      value: worstRatio,
+      limit: "<= 1.50",
+      met: worstRatio <= 1.5,
+    },
+    {
+      name: `engine-restate median ms per step, ${first.historyItems} -> ${levels.at(-1)!.historyItems} items`,
+      value: time,
+      limit: "within +-10 %",
+      met: Math.abs(time) <= 0.1,
+    },
+    {
+      name: `engine-restate journal bytes per step, ${first.historyItems} -> ${levels.at(-1)!.historyItems} items`,
+      value: bytes,
+      limit: "within +-10 %",
+      met: Math.abs(bytes) <= 0.1,
+    },
   ];
 }
 
@@ -329,6 +367,43 @@ function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
   const line = (row: string[]) => `| ${row.map((cell, c) => cell.padEnd(widths[c]!)).join(" | ")} |`;
   return [line(rows[0]!), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.slice(1).map(line)].join("\n");
+}
+
+function renderRestate(restate: RestateFigures): string {
+  const rows = restate.levels.map((level) => [
+    String(level.historyItems),
+    f(level.session.median),
+    f(level.session.p99),
+    f(level.bare.median),
+    f(level.bare.p99),
+    f(level.ratio),
+    f(level.sessionTurnMs, 1),
+    f(level.bareTurnMs, 1),
+    f(level.turnRatio),
+    f(level.journalBytesPerStep, 0),
+    `${f(level.sessionCpuMsPerStep.endpoint)} + ${f(level.sessionCpuMsPerStep.server)}`,
+    `${f(level.bareCpuMsPerStep.endpoint)} + ${f(level.bareCpuMsPerStep.server)}`,
+  ]);
+  return [
+    table([
+      [
+        "engine-restate vs bare ctx.run handler: history items",
+        "session step median ms",
+        "p99 ms",
+        "bare step median ms",
+        "p99 ms",
+        "step ratio",
+        "session turn ms",
+        "bare turn ms",
+        "turn ratio",
+        "journal B/step",
+        "session CPU ms/step (node + restate)",
+        "bare CPU ms/step",
+      ],
+      ...rows,
+    ]),
+    `Restate ${restate.restateVersion}, SDK ${restate.sdkVersion}: ${restate.levels[0]?.turns ?? 0} turns of each variant per level, in turns; a turn is ${restate.stepsPerTurn} steps (model, tool, model, tool, model); the bare handler's steps return the payload sizes of the session's step results (${restate.levels[0]?.bareStepBytes.join(", ") ?? ""} B)`,
+  ].join("\n");
 }
 
 /** The figures as Markdown tables (printed by `pnpm bench`, pasted into the README). */
@@ -651,6 +726,8 @@ export function renderReport(r: BenchResults): string {
   out.push(
     `Cancellation: ${c.sessions} sessions x ${c.turnsPerSession} turns per store, the stores in turns session by session; ${c.model}`,
   );
+  out.push("");
+  out.push(renderRestate(r.restate));
   out.push("");
   out.push(
     table([

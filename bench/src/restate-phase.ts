@@ -1,0 +1,287 @@
+/**
+ * The Restate row: a session on `@durable-agents/engine-restate` next to a bare Restate handler
+ * that runs the same number of `ctx.run` steps with the same payload sizes, both on one private
+ * `restate-server` (from the `@restatedev/restate-server` npm package), both served by one HTTP/2
+ * endpoint in this process, taking turns turn by turn, at 10, 100 and 1,000 history items.
+ *
+ * A step is timed as in the other rows: step i lasts from the end of step i-1 (or from the moment
+ * the turn's message is sent) to its own end, and the last step ends when the turn's end is seen:
+ * for the session, `turn_completed` reaching a client that follows the session's events
+ * (`followEvents`); for the bare handler, the ingress answering the request. A step's end is marked
+ * in the step itself (the model call's return, the tool body's return; each bare `ctx.run`
+ * closure's return), so everything between two steps (the journal's round trips, the state
+ * machine, the writes) is charged to a step. Also: the whole turn, the drive's journal bytes per
+ * step (`sys_journal`, kept for the benchmark), and CPU per step of this process (the endpoint
+ * and the client) and of `restate-server` (`/proc`).
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import http2 from "node:http2";
+import { defineSession, type Runner, SessionClient } from "@durable-agents/core";
+import { ScriptedRunner } from "@durable-agents/core/testing";
+import { RestateSessionStore, restateSessions } from "@durable-agents/engine-restate";
+import {
+  freePort,
+  queryRestate,
+  quietLogger,
+  type RestateServer,
+  registerDeployment,
+  startRestateServer,
+} from "@durable-agents/engine-restate/testing";
+import * as restate from "@restatedev/restate-sdk";
+import { type Summary, summarize } from "./stats.js";
+
+export interface RestateLevel {
+  readonly historyItems: number;
+  readonly turns: number;
+  /** Steps of the session's turns (median, p99 of every step of every timed turn). */
+  readonly session: Summary;
+  /** Steps of the bare handler's turns. */
+  readonly bare: Summary;
+  /** session median / bare median. */
+  readonly ratio: number;
+  /** Whole turns: message sent -> turn_completed at the follower; request -> answer. */
+  readonly sessionTurnMs: number;
+  readonly bareTurnMs: number;
+  readonly turnRatio: number;
+  /** The drive invocation's journal of a timed turn, per step (median over the timed turns). */
+  readonly journalBytesPerStep: number;
+  readonly journalEntriesPerTurn: number;
+  /** The payload sizes the bare handler's steps return (the session's step results, measured). */
+  readonly bareStepBytes: readonly number[];
+  /** CPU ms per step: this process (endpoint + client) and restate-server. */
+  readonly sessionCpuMsPerStep: { readonly endpoint: number; readonly server: number };
+  readonly bareCpuMsPerStep: { readonly endpoint: number; readonly server: number };
+}
+
+export interface RestateFigures {
+  readonly restateVersion: string;
+  readonly sdkVersion: string;
+  readonly stepsPerTurn: number;
+  readonly levels: readonly RestateLevel[];
+}
+
+const STEPS = 5;
+
+/** CPU ms of a process so far, from /proc (utime + stime). */
+function processCpuMs(pid: number | null): number {
+  if (pid === null) return 0;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+const ownCpuMs = () => {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+};
+
+export async function runRestatePhase(options: {
+  readonly sizes: readonly number[];
+  readonly turns: number;
+  readonly log: (line: string) => void;
+}): Promise<RestateFigures> {
+  let marks: number[] = [];
+  const mark = () => marks.push(performance.now());
+  const scripted = new ScriptedRunner({
+    tools: [
+      {
+        name: "look_up",
+        description: "Looks a key up.",
+        parameters: { key: "string" },
+        execute: ({ key }) => {
+          const digest = createHash("sha256").update(String(key)).digest("hex");
+          mark();
+          return digest;
+        },
+      },
+    ],
+  });
+  // The scripted runner, with the end of each model call marked.
+  const runner: Runner = {
+    tools: () => scripted.tools(),
+    userItem: (kind, text) => scripted.userItem(kind, text),
+    callTool: (input) => scripted.callTool(input),
+    async runModel(input) {
+      const result = await scripted.runModel(input);
+      mark();
+      return result;
+    },
+  };
+  const definition = defineSession({ name: "bench", runner, policies: { look_up: { effect: "read" } } });
+  const bare = restate.object({
+    name: "benchBareSteps",
+    handlers: {
+      run: async (ctx: restate.ObjectContext, req: { sizes: number[] }) => {
+        for (const size of req.sizes) {
+          await ctx.run("step", () => {
+            const payload = "x".repeat(size);
+            mark();
+            return payload;
+          });
+        }
+        return req.sizes.length;
+      },
+    },
+    options: { journalRetention: 0 },
+  });
+
+  const server: RestateServer = await startRestateServer();
+  const endpoint = http2.createServer();
+  try {
+    const engine = restateSessions({
+      sessions: [definition],
+      ingressUrl: server.ingressUrl,
+      prefix: "bench",
+      engineOptions: { journalRetention: { hours: 1 } },
+    });
+    endpoint.on(
+      "request",
+      restate.createEndpointHandler({ services: [...engine.services, bare], logger: quietLogger }),
+    );
+    const port = await freePort();
+    await new Promise<void>((resolve) => endpoint.listen(port, "127.0.0.1", resolve));
+    await registerDeployment(server.adminUrl, `http://127.0.0.1:${port}`);
+    const store = new RestateSessionStore({ url: server.ingressUrl, prefix: "bench" });
+    const client = new SessionClient({ store });
+    const driveOf = (sessionId: string) =>
+      `SELECT id FROM sys_invocation WHERE target_service_name = '${engine.names.session}'
+       AND target_handler_name = 'drive' AND target_service_key = '${sessionId}' ORDER BY created_at DESC LIMIT 1`;
+
+    /** One turn of the session; its step times and whole time. */
+    async function sessionTurn(sessionId: string, text: string) {
+      const { lastEventSeq } = (await store.loadSession(sessionId))!;
+      const abort = new AbortController();
+      marks = [];
+      const started = performance.now();
+      await client.sendMessage(sessionId, text);
+      for await (const event of client.followEvents(sessionId, { after: lastEventSeq, signal: abort.signal })) {
+        if (event.type === "turn_completed" || event.type === "turn_failed") break;
+      }
+      const ended = performance.now();
+      abort.abort();
+      return stepTimes(started, marks, ended);
+    }
+
+    async function bareTurn(key: string, sizes: readonly number[]) {
+      marks = [];
+      const started = performance.now();
+      await store.ingress.call("benchBareSteps", key, "run", { sizes });
+      return stepTimes(started, marks, performance.now());
+    }
+
+    function stepTimes(started: number, ends: readonly number[], ended: number) {
+      // The last mark is the last step's own end; the step is charged until the turn's end is seen.
+      const bounds = [started, ...ends.slice(0, STEPS - 1), ended];
+      const steps = bounds.slice(1).map((end, i) => end - bounds[i]!);
+      return { steps, turnMs: ended - started };
+    }
+
+    async function journalOf(sessionId: string) {
+      const rows = await queryRestate<{ bytes: number; entries: number }>(
+        server.adminUrl,
+        `SELECT sum(raw_length) AS bytes, count(*) AS entries FROM sys_journal WHERE id = (${driveOf(sessionId)})`,
+      );
+      return { bytes: Number(rows[0]?.bytes ?? 0), entries: Number(rows[0]?.entries ?? 0) };
+    }
+
+    /** The sizes of the step results the last drive journaled (the 5 largest Run notifications, in order). */
+    async function stepPayloads(sessionId: string): Promise<number[]> {
+      const rows = await queryRestate<{ bytes: number; index: number }>(
+        server.adminUrl,
+        `SELECT raw_length AS bytes, "index" FROM sys_journal WHERE id = (${driveOf(sessionId)})
+         AND entry_type = 'Notification: Run' ORDER BY "index"`,
+      );
+      // Clock reads are a few bytes: the step results are the larger ones.
+      return rows
+        .map((row) => Number(row.bytes))
+        .filter((bytes) => bytes > 40)
+        .slice(-STEPS);
+    }
+
+    const turnText = (tag: string) => `call look_up {"key":"a${tag}"}\nthen\ncall look_up {"key":"b${tag}"}`;
+    const { sessionId } = await client.startSession({ agent: "bench" });
+    let history = 0;
+    const levels: RestateLevel[] = [];
+    for (const size of options.sizes) {
+      options.log(`Restate: filling the session to ${size} history items`);
+      while (history < size) {
+        await client.sendMessage(sessionId, `fill ${history}`);
+        await client.waitUntilIdle(sessionId);
+        history = (await client.snapshot(sessionId)).messages.length;
+      }
+      // Warm-up turns of both; the first gives the payload sizes the bare handler returns.
+      await sessionTurn(sessionId, turnText(`w${size}`));
+      const payloads = await stepPayloads(sessionId);
+      await bareTurn(`bare-${size}`, payloads);
+      options.log(`Restate: ${options.turns} turns of each at ${size} history items, in turns`);
+      const sessionSteps: number[] = [];
+      const bareSteps: number[] = [];
+      const sessionTurns: number[] = [];
+      const bareTurns: number[] = [];
+      const journals: { bytes: number; entries: number }[] = [];
+      const cpu = { session: { own: 0, server: 0 }, bare: { own: 0, server: 0 } };
+      for (let i = 0; i < options.turns; i++) {
+        let own = ownCpuMs();
+        let srv = processCpuMs(server.pid);
+        const s = await sessionTurn(sessionId, turnText(`${size}-${i}`));
+        cpu.session.own += ownCpuMs() - own;
+        cpu.session.server += processCpuMs(server.pid) - srv;
+        sessionSteps.push(...s.steps);
+        sessionTurns.push(s.turnMs);
+        journals.push(await journalOf(sessionId));
+        own = ownCpuMs();
+        srv = processCpuMs(server.pid);
+        const b = await bareTurn(`bare-${size}`, payloads);
+        cpu.bare.own += ownCpuMs() - own;
+        cpu.bare.server += processCpuMs(server.pid) - srv;
+        bareSteps.push(...b.steps);
+        bareTurns.push(b.turnMs);
+      }
+      history = (await client.snapshot(sessionId)).messages.length;
+      const session = summarize(sessionSteps);
+      const bareSummary = summarize(bareSteps);
+      const sessionTurnMs = summarize(sessionTurns).median;
+      const bareTurnMs = summarize(bareTurns).median;
+      const perStep = (ms: number) => ms / (options.turns * STEPS);
+      levels.push({
+        historyItems: size,
+        turns: options.turns,
+        session,
+        bare: bareSummary,
+        ratio: session.median / bareSummary.median,
+        sessionTurnMs,
+        bareTurnMs,
+        turnRatio: sessionTurnMs / bareTurnMs,
+        journalBytesPerStep: summarize(journals.map((j) => j.bytes)).median / STEPS,
+        journalEntriesPerTurn: summarize(journals.map((j) => j.entries)).median,
+        bareStepBytes: payloads,
+        sessionCpuMsPerStep: { endpoint: perStep(cpu.session.own), server: perStep(cpu.session.server) },
+        bareCpuMsPerStep: { endpoint: perStep(cpu.bare.own), server: perStep(cpu.bare.server) },
+      });
+    }
+    const version = (await (await fetch(`${server.adminUrl}/version`)).json()) as { version?: string };
+    await store.close();
+    return {
+      restateVersion: version.version ?? "unknown",
+      sdkVersion: sdkVersion(),
+      stepsPerTurn: STEPS,
+      levels,
+    };
+  } finally {
+    await new Promise<void>((resolve) => endpoint.close(() => resolve()));
+    await server.stop();
+  }
+}
+
+function sdkVersion(): string {
+  try {
+    const url = import.meta.resolve("@restatedev/restate-sdk/package.json");
+    return (JSON.parse(readFileSync(new URL(url), "utf8")) as { version: string }).version;
+  } catch {
+    return "unknown";
+  }
+}
