@@ -8,3 +8,4 @@ export { RestateSessionStore, type RestateSessionStoreOptions } from "./restate-
 export { IngressClient, type IngressOptions, type RequestOptions } from "./ingress.js";
 export { serviceNames, type ServiceNames } from "./names.js";
 export type { EngineServiceOptions } from "./drive.js";
+export { registerDeployment } from "./register.js";

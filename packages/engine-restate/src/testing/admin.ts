@@ -10,17 +10,7 @@ async function admin(adminUrl: string, path: string, init: RequestInit = {}): Pr
   return text === "" ? null : JSON.parse(text);
 }
 
-/**
- * Registers (or, with `force`, re-registers) the endpoint at `uri` (`POST /deployments`): Restate
- * discovers its services and routes their invocations to it. Returns the deployment ID.
- */
-export async function registerDeployment(adminUrl: string, uri: string, options: { force?: boolean } = {}) {
-  const answer = (await admin(adminUrl, "/deployments", {
-    method: "POST",
-    body: JSON.stringify({ uri, force: options.force ?? true }),
-  })) as { id: string };
-  return answer.id;
-}
+export { registerDeployment } from "../register.js";
 
 /** Runs a SQL query on Restate's system tables (`sys_invocation`, `sys_journal`, `state`, …). */
 export async function queryRestate<T = Record<string, unknown>>(adminUrl: string, sql: string): Promise<T[]> {
