@@ -5,8 +5,8 @@
  * items from before the drive started, once, from the session object through the ingress. That
  * read is never journaled, so no step's journal holds the history.
  *
- * The session object applies a drive's commits a moment after the drive sent them: a read that
- * finds fewer items than the head counts waits and reads again (`lagMs`).
+ * The server applies a drive's state writes as it receives them, a moment after the drive made
+ * them: a read that finds fewer items than the head counts waits and reads again (`lagMs`).
  */
 import { ContractViolationError, type HistoryItem } from "@durable-agents/core";
 

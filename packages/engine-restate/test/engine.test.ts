@@ -39,7 +39,7 @@ afterAll(async () => {
   await env?.close();
 });
 
-/** The engine object's invocations for this session that have not completed. */
+/** The session's drive invocations that have not completed. */
 const openDrives = async (sessionId: string) =>
   (
     await queryRestate<{ n: number }>(

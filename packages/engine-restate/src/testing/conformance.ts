@@ -33,7 +33,7 @@ import { freePort } from "./restate-server.js";
 export interface RestateConformanceOptions {
   readonly ingressUrl: string;
   readonly adminUrl: string;
-  /** Restate settings of the engine object (registered with the endpoint), e.g. `journalRetention` to read journals. */
+  /** Restate settings of the drive handler (registered with the endpoint), e.g. `journalRetention` to read journals. */
   readonly engineOptions?: EngineServiceOptions;
 }
 
