@@ -6,6 +6,8 @@
  * registered) is a `ConfigurationError`, any other refusal a `ContractViolationError`.
  */
 import { randomUUID } from "node:crypto";
+import http from "node:http";
+import https from "node:https";
 import { ConfigurationError, ContractViolationError, WaitTimeoutError } from "@durable-agents/core";
 
 export interface IngressOptions {
@@ -40,8 +42,47 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener("abort", done, { once: true });
   });
 
+/** One POST over a keep-alive connection (node:http: far less CPU per request than `fetch`). */
+function post(
+  transport: Transport,
+  url: string,
+  headers: Record<string, string>,
+  payload: string,
+  signal: AbortSignal,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const body = Buffer.from(payload);
+    const request = transport.module.request(
+      url,
+      {
+        method: "POST",
+        agent: transport.agent,
+        headers: { ...headers, "content-length": String(body.length) },
+        signal,
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (chunk: Buffer) => chunks.push(chunk));
+        response.on("end", () =>
+          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+        );
+        response.on("error", reject);
+      },
+    );
+    request.on("error", (error) => reject(signal.aborted ? signal.reason : error));
+    request.end(body);
+  });
+}
+
+interface Transport {
+  readonly module: typeof http | typeof https;
+  readonly agent: http.Agent;
+}
+
 export class IngressClient {
   readonly url: string;
+  private readonly transport: Transport;
   private readonly headers: Readonly<Record<string, string>>;
   private readonly retryForMs: number;
   private readonly requestTimeoutMs: number;
@@ -51,6 +92,10 @@ export class IngressClient {
       throw new ConfigurationError("the Restate ingress URL is an http(s) URL", ["ingressUrl"]);
     }
     this.url = options.url.replace(/\/+$/, "");
+    const secure = this.url.startsWith("https:");
+    this.transport = secure
+      ? { module: https, agent: new https.Agent({ keepAlive: true }) }
+      : { module: http, agent: new http.Agent({ keepAlive: true }) };
     this.headers = options.headers ?? {};
     this.retryForMs = options.retryForMs ?? 60_000;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 120_000;
@@ -88,6 +133,11 @@ export class IngressClient {
     });
   }
 
+  /** Closes the idle keep-alive connections. */
+  close(): void {
+    this.transport.agent.destroy();
+  }
+
   /** Resolves an awakeable with a JSON value (Restate's `/restate/awakeables/<id>/resolve`). */
   async resolveAwakeable(awakeableId: string, value: unknown, options: RequestOptions = {}): Promise<void> {
     await this.request(`restate/awakeables/${encodeURIComponent(awakeableId)}/resolve`, value, options);
@@ -102,14 +152,15 @@ export class IngressClient {
       let retry: string;
       try {
         const timeout = AbortSignal.timeout(this.requestTimeoutMs);
-        const response = await fetch(`${this.url}/${path}`, {
-          method: "POST",
+        const response = await post(
+          this.transport,
+          `${this.url}/${path}`,
           headers,
-          body: payload,
-          signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
-        });
-        const text = await response.text();
-        if (response.ok) return text;
+          payload,
+          options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
+        );
+        const text = response.text;
+        if (response.status >= 200 && response.status < 300) return text;
         if (response.status < 500) {
           if (response.status === 404) {
             throw new ConfigurationError(

@@ -157,6 +157,7 @@ export class RestateSessionStore implements SessionStore {
     this.listeners.clear();
     for (const [, abort] of this.polling) abort.abort();
     this.polling.clear();
+    this.ingress.close();
   }
 
   private async callSession<T>(sessionId: string, handler: string, body: unknown): Promise<T> {
