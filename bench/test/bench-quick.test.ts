@@ -21,7 +21,7 @@ describe("pnpm bench --quick", () => {
     const dir = mkdtempSync(join(tmpdir(), "durable-agents-bench-"));
     const out = join(dir, "quick.json");
     try {
-      const run = spawnSync(process.execPath, [main, "--quick", "--out", out], { encoding: "utf8", timeout: 170_000 });
+      const run = spawnSync(process.execPath, [main, "--quick", "--out", out], { encoding: "utf8", timeout: 230_000 });
       expect(run.status, `bench --quick failed:\n${run.stderr}\n${run.stdout}`).toBe(0);
       const r = JSON.parse(readFileSync(out, "utf8")) as BenchResults;
 
@@ -158,7 +158,26 @@ describe("pnpm bench --quick", () => {
       }
       expect(run.stdout).toContain("cancellation (cancelTurn called -> turn_cancelled at followEvents");
 
-      expect(r.targets).toHaveLength(24);
+      // The Restate row: both variants at each level, the same number of steps, bare payloads from the session's journal.
+      expect(r.restate.levels.map((level) => level.historyItems)).toEqual([10, 100]);
+      expect(r.restate.restateVersion).toMatch(/^\d+\./);
+      for (const level of r.restate.levels) {
+        expect(level.session.n).toBe(level.turns * r.restate.stepsPerTurn);
+        expect(level.bare.n).toBe(level.session.n);
+        expect(level.bareStepBytes).toHaveLength(r.restate.stepsPerTurn);
+        for (const summary of [level.session, level.bare]) {
+          expect(summary.median).toBeGreaterThan(0);
+          expect(summary.p99).toBeGreaterThanOrEqual(summary.median);
+        }
+        expect(level.ratio).toBeCloseTo(level.session.median / level.bare.median, 6);
+        expect(level.sessionTurnMs).toBeGreaterThan(level.session.median);
+        expect(level.journalBytesPerStep).toBeGreaterThan(Math.min(...level.bareStepBytes));
+        expect(level.sessionCpuMsPerStep.endpoint).toBeGreaterThan(0);
+      }
+      expect(run.stdout).toContain("engine-restate vs bare ctx.run handler");
+
+      expect(r.targets).toHaveLength(27);
+      expect(r.targets.filter((t) => t.name.startsWith("engine-restate"))).toHaveLength(3);
       expect(r.targets.filter((t) => t.name.startsWith("cancelTurn"))).toHaveLength(2);
       expect(r.targets.filter((t) => t.name.includes("sqlite"))).toHaveLength(9);
       for (const target of r.targets) {
@@ -169,5 +188,5 @@ describe("pnpm bench --quick", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 180_000);
+  }, 240_000);
 });
