@@ -6,11 +6,10 @@
  * A drive starts from the head in the object's state and the inbox entries it was handed (its
  * parameter), then over and over: applies what arrived (`applyAll`), writes the transition into the
  * object's state (head, new history items, new events: journal entries that need no round trip),
- * answers the long polls it moved past, launches the steps the machine started, each in its own
+ * launches the steps the machine started, each in its own
  * `ctx.run` (the calls of one response run concurrently), and waits for the first of: a step's
  * result, a batch of text deltas of a streaming model step (an awakeable the step resolves through
- * the ingress), a wake-up from the inbox object (an awakeable it resolves with new entries or new
- * long polls), or the time the machine names (a durable timer). It ends once nothing runs and
+ * the ingress), a wake-up from the inbox object (an awakeable it resolves with new entries), or the time the machine names (a durable timer). It ends once nothing runs and
  * nothing falls due: a session waiting for a person holds no invocation; the next inbox entry
  * sends a new drive.
  *
@@ -61,7 +60,6 @@ import type {
   SessionCursor,
   SessionMeta,
   Wake,
-  Watcher,
 } from "./protocol.js";
 import { writeEvents } from "./session-object.js";
 import { DeltaMailbox, interruptedStep, runModelStep, runToolStep, type StepDeps, type StepDone } from "./steps.js";
@@ -149,8 +147,6 @@ class Drive {
   private readonly deltas = new Map<string, { promise: restate.RestatePromise<Done>; mailbox: DeltaMailbox }>();
   /** The wake-up registered with the inbox object, while not resolved. */
   private wake: { readonly id: string; readonly promise: restate.RestatePromise<Done> } | null = null;
-  /** Long polls handed to this drive, answered once the session moves past them. */
-  private watchers: Watcher[] = [];
   private timer: { readonly at: number; readonly promise: restate.RestatePromise<Done> } | null = null;
   private readonly turnSignals = new TurnSignals();
   private readonly deps: StepDeps;
@@ -202,7 +198,7 @@ class Drive {
             parameter: { entries: [], handover: true } satisfies DriveRequest,
             inputSerde: restate.serde.json,
           });
-          return this.end();
+          return this.end(true);
         }
       }
       // The wake-up is registered alongside the steps, not before them: a step starts at once.
@@ -222,7 +218,6 @@ class Drive {
         this.streamed(done.key, done.batch);
       } else if (done.kind === "wake") {
         this.wake = null;
-        this.watch(done.wake.watchers);
         const fresh = done.wake.entries.filter((item) => item.seq > this.head.inboxCursor);
         if (fresh.length > 0) {
           inputs.push(...this.inboxInputs(fresh));
@@ -267,13 +262,16 @@ class Drive {
     });
     return {
       id: awakeable.id,
-      promise: awakeable.promise.map((wake) => ({ kind: "wake", wake: wake ?? { entries: [], watchers: [] } }) as Done),
+      promise: awakeable.promise.map((wake) => ({ kind: "wake", wake: wake ?? { entries: [] } }) as Done),
     };
   }
 
-  /** Ends the drive: every long poll it holds is answered, and the inbox object learns where the session is. */
-  private end(): void {
-    for (const watcher of this.watchers.splice(0)) this.answer(watcher);
+  /**
+   * Ends the drive: the session is no longer running (unless a fresh drive takes over), and the
+   * inbox object learns where the session is and which wake-up it leaves.
+   */
+  private end(handover = false): void {
+    if (!handover) this.setMeta({ ...this.meta, running: false });
     this.ctx.genericSend<EndedRequest>({
       service: this.options.names.inbox,
       method: "ended",
@@ -282,37 +280,16 @@ class Drive {
         awakeableId: this.wake?.id ?? null,
         version: this.meta.version,
         lastEventSeq: this.meta.lastEventSeq,
+        inboxCursor: this.head.inboxCursor,
+        handover,
       },
       inputSerde: restate.serde.json,
     });
   }
 
-  private cursorFor(watcher: SessionCursor): SessionCursor {
-    return {
-      version: this.meta.version,
-      lastEventSeq: this.meta.lastEventSeq,
-      inboxSeq: Math.max(watcher.inboxSeq, this.head.inboxCursor),
-    };
-  }
-
-  private answer(watcher: Watcher): void {
-    this.ctx.resolveAwakeable(watcher.awakeableId, this.cursorFor(watcher));
-  }
-
-  /** Keeps the handed long polls and answers those the session already moved past. */
-  private watch(watchers: readonly Watcher[]): void {
-    this.watchers.push(...watchers);
-    this.answerMoved();
-  }
-
-  private answerMoved(): void {
-    if (this.watchers.length === 0) return;
-    const { version, lastEventSeq } = this.meta;
-    this.watchers = this.watchers.filter((watcher) => {
-      if (version <= watcher.version && lastEventSeq <= watcher.lastEventSeq) return true;
-      this.answer(watcher);
-      return false;
-    });
+  private setMeta(meta: SessionMeta): void {
+    this.meta = meta;
+    this.ctx.set("meta", meta);
   }
 
   /** A journaled clock read; true when it ran in this attempt (not replayed). */
@@ -359,7 +336,6 @@ class Drive {
     this.nextAt = t.due.nextAt;
     this.transitions += 1;
     this.turnSignals.abortEnded(this.head);
-    this.answerMoved();
     if (t.due.steps.length === 0) return;
     // A single-attempt call's start gets its own journal entry, durable before the tool runs.
     const single = t.due.steps.filter((step) => step.kind === "CallSingleAttemptTool");
@@ -380,7 +356,7 @@ class Drive {
   /** Writes a transition into the object's state: the head, the history it appends, its events. */
   private write(t: Transition, deltas: readonly EventBody[]): void {
     const events = [...deltas, ...(t.changed ? t.events : [])];
-    if (!t.changed && events.length === 0) return;
+    if (!t.changed && events.length === 0 && this.meta.running) return;
     const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, events, iso(this.now));
     let { version, historyLength } = this.meta;
     if (t.changed) {
@@ -392,8 +368,7 @@ class Drive {
       version += 1;
       this.ctx.set("head", t.head);
     }
-    this.meta = { version, lastEventSeq, historyLength };
-    this.ctx.set("meta", this.meta);
+    this.setMeta({ version, lastEventSeq, historyLength, running: true });
   }
 
   /** Text deltas a model step streamed: written as events now (unless its step already ended). */
@@ -402,9 +377,7 @@ class Drive {
     if (!entry) return;
     if (batch.events.length > 0) {
       const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, batch.events, iso(batch.at));
-      this.meta = { ...this.meta, lastEventSeq };
-      this.ctx.set("meta", this.meta);
-      this.answerMoved();
+      this.setMeta({ ...this.meta, lastEventSeq, running: true });
     }
     this.deltas.set(key, this.deltaAwakeable(key, entry.mailbox));
   }

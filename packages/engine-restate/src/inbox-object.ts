@@ -10,12 +10,10 @@
  * registered a wake-up awakeable with `watch`), the entry resolves that awakeable too, so the
  * running drive applies it at once and the drive sent for it later finds nothing to do.
  *
- * How a long poll is answered: the inbox object answers it at once when the inbox moved past it, or
- * the session moved past it as of the last drive's end (`known`); otherwise it hands it to the
- * running drive with the drive's wake-up (the drive answers it after the transition that moves
- * past it), or keeps it until a drive registers one. A drive that ends answers what it holds, and
- * tells the inbox object where the session is (`ended`); watchers handed to a wake-up the drive
- * never read are answered then.
+ * How a long poll is answered: at once when the inbox moved past it, or the session moved past it
+ * as of the last drive's end (`known`); with "running" while a drive may be running (the poller
+ * then follows the session object's live status, which the drive writes); else it is kept, and
+ * answered by the next entry or by the end of the drive that entry starts (`ended`).
  *
  * State (lazy): `meta`, `i:<seq>` one entry each, `d:<dedupe key>` the seq stored under that key.
  */
@@ -35,6 +33,7 @@ import type {
   InitRequest,
   SessionCursor,
   Wake,
+  WatchAnswer,
   Watcher,
 } from "./protocol.js";
 
@@ -86,11 +85,11 @@ function answerMoved(ctx: Writer, meta: InboxMeta, watchers: readonly Watcher[])
   return waiting;
 }
 
-/** Resolves the drive's wake-up with the entries past its cursor and the waiting watchers. */
+/** Resolves the drive's wake-up with the entries past its cursor. */
 async function wakeDriver(ctx: Writer, meta: InboxMeta, wake: DriverWake): Promise<InboxMeta> {
   const entries = await readInbox(ctx, wake.cursor, meta.inboxSeq);
-  ctx.resolveAwakeable<Wake>(wake.awakeableId, { entries, watchers: meta.watchers });
-  return { ...meta, driverWake: null, handed: [...meta.handed, ...meta.watchers], watchers: [] };
+  ctx.resolveAwakeable<Wake>(wake.awakeableId, { entries });
+  return { ...meta, driverWake: null };
 }
 
 export function inboxObject(names: ServiceNames) {
@@ -128,15 +127,15 @@ export function inboxObject(names: ServiceNames) {
             inboxSeq: 0,
             driverWake: null,
             watchers: [],
-            handed: [],
             known: { version: created.version, lastEventSeq: created.lastEventSeq },
+            active: false,
           };
           const inbox = req.session.inbox;
           if (inbox) {
             const item = { ...inbox.entry, seq: 1 } as InboxItem;
             ctx.set("i:1", item);
             if (inbox.dedupeKey !== null) ctx.set(`d:${inbox.dedupeKey}`, 1);
-            meta = { ...meta, inboxSeq: 1 };
+            meta = { ...meta, inboxSeq: 1, active: true };
             drive(ctx, { entries: [item] });
           }
           ctx.set("meta", meta);
@@ -161,8 +160,8 @@ export function inboxObject(names: ServiceNames) {
           const item = { ...req.entry, seq } as InboxItem;
           ctx.set(`i:${seq}`, item);
           if (req.dedupeKey !== null) ctx.set(`d:${req.dedupeKey}`, seq);
-          meta = { ...meta, inboxSeq: seq };
-          // Every watcher saw an older inbox: answered now (a watcher also handed to the drive is answered once).
+          meta = { ...meta, inboxSeq: seq, active: true };
+          // Every watcher saw an older inbox: answered now.
           meta = { ...meta, watchers: answerMoved(ctx, meta, meta.watchers) };
           if (meta.driverWake) meta = await wakeDriver(ctx, meta, meta.driverWake);
           ctx.set("meta", meta);
@@ -172,22 +171,21 @@ export function inboxObject(names: ServiceNames) {
       ),
 
       /**
-       * A running drive about to wait: the entries past its cursor and the waiting watchers resolve
-       * its awakeable at once; with none, it is kept, and the next entry or watcher resolves it.
+       * A running drive about to wait: the entries past its cursor resolve its awakeable at once;
+       * with none, it is kept, and the next entry resolves it.
        */
       watch: restate.handlers.object.exclusive(
         { ingressPrivate: true },
         async (ctx: Writer, wake: DriverWake): Promise<void> => {
           const stored = await ctx.get<InboxMeta>("meta");
           if (!stored) return;
-          // The drive read its previous wake-up: it holds the watchers handed with it.
-          let meta: InboxMeta = { ...stored, handed: [], driverWake: wake };
-          if (meta.inboxSeq > wake.cursor || meta.watchers.length > 0) meta = await wakeDriver(ctx, meta, wake);
+          let meta: InboxMeta = { ...stored, driverWake: wake };
+          if (meta.inboxSeq > wake.cursor) meta = await wakeDriver(ctx, meta, wake);
           ctx.set("meta", meta);
         },
       ),
 
-      /** A drive ended: where the session is now; the watchers it may not have read are answered. */
+      /** A drive ended: where the session is now; the long polls it moved past are answered. */
       ended: restate.handlers.object.exclusive(
         { ingressPrivate: true },
         async (ctx: Writer, req: EndedRequest): Promise<void> => {
@@ -201,33 +199,32 @@ export function inboxObject(names: ServiceNames) {
             },
           };
           if (meta.driverWake?.awakeableId === req.awakeableId) meta = { ...meta, driverWake: null };
-          // Handed watchers the drive answered already are answered again: Restate ignores the second answer.
-          for (const watcher of meta.handed) ctx.resolveAwakeable(watcher.awakeableId, cursorFor(meta, watcher));
-          meta = { ...meta, handed: [], watchers: answerMoved(ctx, meta, meta.watchers) };
+          // Entries the drive did not apply go to the drives sent for them: the session runs on.
+          meta = { ...meta, active: req.handover || meta.inboxSeq > req.inboxCursor };
+          meta = { ...meta, watchers: answerMoved(ctx, meta, meta.watchers) };
           ctx.set("meta", meta);
         },
       ),
 
       /**
-       * A long poll (from the watch service): the cursor when the session moved past the given one
-       * as far as this object knows; else "waiting" (the awakeable is handed to the running drive,
-       * or kept), or null when there is no such session.
+       * A long poll (from the watch service): moved (the session moved past it as far as this object
+       * knows), running (a drive may be running: follow the session's status), waiting (the
+       * awakeable is kept), or null when there is no such session.
        */
       watchEvents: restate.handlers.object.exclusive(
         { ingressPrivate: true },
-        async (ctx: Writer, req: Watcher): Promise<SessionCursor | "waiting" | null> => {
+        async (ctx: Writer, req: Watcher): Promise<WatchAnswer | null> => {
           const stored = await ctx.get<InboxMeta>("meta");
           if (!stored) return null;
-          if (movedPast(stored, req)) return cursorFor(stored, req);
+          if (movedPast(stored, req)) return { state: "moved", cursor: cursorFor(stored, req) };
+          if (stored.active) return { state: "running", inboxSeq: stored.inboxSeq };
           const watchers = [...stored.watchers, req];
           while (watchers.length > maxWatchers) {
             const oldest = watchers.shift()!;
             ctx.resolveAwakeable(oldest.awakeableId, cursorFor(stored, oldest));
           }
-          let meta: InboxMeta = { ...stored, watchers };
-          if (meta.driverWake) meta = await wakeDriver(ctx, meta, meta.driverWake);
-          ctx.set("meta", meta);
-          return "waiting";
+          ctx.set("meta", { ...stored, watchers });
+          return { state: "waiting" };
         },
       ),
 

@@ -26,20 +26,25 @@ export interface SessionMeta {
   readonly lastEventSeq: number;
   /** History items stored (`h:0` … `h:<historyLength - 1>`). */
   readonly historyLength: number;
+  /** A drive is running (set by its first write, cleared when it ends): followers poll the status meanwhile. */
+  readonly running?: boolean;
 }
 
 /** The inbox object's bookkeeping (its `meta` state entry). */
 export interface InboxMeta {
   /** The seq of the last entry stored (`i:1` … `i:<inboxSeq>`). */
   readonly inboxSeq: number;
-  /** The running drive's wake-up awakeable, resolved by the next entry or watcher. */
+  /** The running drive's wake-up awakeable, resolved by the next entry. */
   readonly driverWake: DriverWake | null;
-  /** Long polls waiting for the session to move past their cursors. */
+  /** Long polls of an idle session, waiting for it to move past their cursors. */
   readonly watchers: readonly Watcher[];
-  /** Watchers handed to the drive's wake-up awakeable, answered again when that drive ends. */
-  readonly handed: readonly Watcher[];
   /** Where the session was when its last drive ended (what a new watcher is compared with). */
   readonly known: { readonly version: number; readonly lastEventSeq: number };
+  /**
+   * A drive was sent and has not ended, or an ended drive left entries to the next: the session
+   * may move at any moment, so a long poll is told to follow the session's status instead.
+   */
+  readonly active: boolean;
 }
 
 export interface DriverWake {
@@ -77,10 +82,9 @@ export interface DriveRequest {
   readonly handover?: boolean;
 }
 
-/** What resolves a drive's wake-up awakeable: inbox entries past its cursor, long polls to answer. */
+/** What resolves a drive's wake-up awakeable: the inbox entries past its cursor. */
 export interface Wake {
   readonly entries: readonly InboxItem[];
-  readonly watchers: readonly Watcher[];
 }
 
 /** A drive that ends tells the inbox object where the session is and which wake-up it leaves. */
@@ -88,6 +92,21 @@ export interface EndedRequest {
   readonly awakeableId: string | null;
   readonly version: number;
   readonly lastEventSeq: number;
+  /** The head's inbox cursor: entries past it go to the drives sent for them. */
+  readonly inboxCursor: number;
+  /** A fresh drive takes over at once (the session goes on running). */
+  readonly handover: boolean;
+}
+
+/** The inbox object's answer to a long poll. */
+export type WatchAnswer =
+  | { readonly state: "moved"; readonly cursor: SessionCursor }
+  | { readonly state: "running"; readonly inboxSeq: number }
+  | { readonly state: "waiting" };
+
+/** The watch service's answer: the session's cursor, and whether a drive runs (then: poll the status). */
+export interface NextAnswer extends SessionCursor {
+  readonly running: boolean;
 }
 
 /** What resolves a streaming model step's delta awakeable: the text deltas it produced. */

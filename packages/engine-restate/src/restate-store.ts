@@ -37,7 +37,7 @@ import {
 } from "@durable-agents/core/engine";
 import { IngressClient, type IngressOptions } from "./ingress.js";
 import { type ServiceNames, serviceNames } from "./names.js";
-import type { Answer, NextRequest, SessionCursor } from "./protocol.js";
+import type { Answer, NextAnswer, NextRequest, SessionCursor, SessionMeta } from "./protocol.js";
 
 export interface RestateSessionStoreOptions extends IngressOptions {
   /** The prefix the engine's services were created with (`restateSessions({ prefix })`). */
@@ -45,9 +45,10 @@ export interface RestateSessionStoreOptions extends IngressOptions {
   /** How long one long poll waits before it is asked again (ms, default 10,000). */
   readonly longPollMs?: number;
   /**
-   * The shortest time between two long polls of one session (ms, default 15): a session that moves
-   * faster is reported at most this often (each report covers everything that moved), which bounds
-   * what a follower costs the cluster while a turn streams. 0: every change, at once.
+   * The shortest time between two polls of one session (ms, default 15). An idle session is
+   * long-polled (answered when it moves); while a drive runs, the session's live status is read
+   * this often, so a follower costs the cluster at most one short read per interval, and sees a
+   * change at most this long after it happened. 0: no pause (a busy loop while a drive runs).
    */
   readonly minPollIntervalMs?: number;
 }
@@ -190,7 +191,8 @@ export class RestateSessionStore implements SessionStore {
       let cursor: SessionCursor | null = null;
       let polledAt = Number.NEGATIVE_INFINITY;
       try {
-        while (!abort.signal.aborted && (this.listeners.size > 0 || Date.now() - this.lastListenerAt < lingerMs)) {
+        const listening = () => this.listeners.size > 0 || Date.now() - this.lastListenerAt < lingerMs;
+        while (!abort.signal.aborted && listening()) {
           const wait = polledAt + this.minPollIntervalMs - performance.now();
           if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
           polledAt = performance.now();
@@ -203,19 +205,37 @@ export class RestateSessionStore implements SessionStore {
             inboxSeq: cursor?.inboxSeq ?? -1,
             timeoutMs: this.longPollMs,
           };
-          const next = await this.ingress.callService<SessionCursor | null>(this.names.watch, "next", request, {
-            signal: abort.signal,
-          });
+          let next: NextAnswer | null = await this.ingress.callService<NextAnswer | null>(
+            this.names.watch,
+            "next",
+            request,
+            { signal: abort.signal },
+          );
           if (next === null) {
             if (cursor === null) break; // no such session
             continue; // timed out
           }
-          if (cursor !== null) {
-            if (next.version !== cursor.version || next.lastEventSeq !== cursor.lastEventSeq)
-              this.notify({ kind: "events", sessionId });
-            if (next.inboxSeq !== cursor.inboxSeq) this.notify({ kind: "inbox", sessionId });
+          cursor = this.moved(sessionId, cursor, next);
+          // While a drive runs, the session's live status (its own state, read without waiting) is followed.
+          while (next?.running && !abort.signal.aborted && listening()) {
+            const wait = polledAt + this.minPollIntervalMs - performance.now();
+            if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+            polledAt = performance.now();
+            const meta: SessionMeta | null = await this.ingress.call<SessionMeta | null>(
+              this.names.session,
+              sessionId,
+              "status",
+              null,
+              { signal: abort.signal },
+            );
+            next = meta && {
+              version: meta.version,
+              lastEventSeq: meta.lastEventSeq,
+              inboxSeq: cursor.inboxSeq,
+              running: meta.running === true,
+            };
+            if (next) cursor = this.moved(sessionId, cursor, next);
           }
-          cursor = next;
         }
       } catch {
         // Aborted, or the ingress is gone: the client's own poll carries on.
@@ -223,6 +243,16 @@ export class RestateSessionStore implements SessionStore {
         if (this.polling.get(sessionId) === abort) this.polling.delete(sessionId);
       }
     })();
+  }
+
+  /** Notifies what moved from `cursor` to `next`; returns the new cursor. */
+  private moved(sessionId: string, cursor: SessionCursor | null, next: SessionCursor): SessionCursor {
+    if (cursor !== null) {
+      if (next.version !== cursor.version || next.lastEventSeq !== cursor.lastEventSeq)
+        this.notify({ kind: "events", sessionId });
+      if (next.inboxSeq !== cursor.inboxSeq) this.notify({ kind: "inbox", sessionId });
+    }
+    return { version: next.version, lastEventSeq: next.lastEventSeq, inboxSeq: next.inboxSeq };
   }
 
   private notify(notification: StoreNotification): void {

@@ -1,21 +1,21 @@
 /**
- * The watch service: a long poll on one session. `next` answers with the session's cursor (version,
- * last event, last inbox entry) as soon as it moved past the one given, or null after `timeoutMs`
- * (and at once for a session that does not exist). A first poll (a cursor of -1) gets the current
- * cursor at once. Otherwise its awakeable is registered with the inbox object, which answers it, or
- * hands it to the running drive, which answers it in the transition that moves the session: nobody
- * polls.
+ * The watch service: a long poll on one session. `next` answers with the session's cursor
+ * (version, last event, last inbox entry) and whether a drive is running. A first poll (a cursor
+ * of -1) gets the current cursor at once. Otherwise it asks the inbox object, which answers at once
+ * when the session moved past the cursor, says "running" while a drive may be running (the answer
+ * is then the session's live status, and the poller follows that status until the drive ends), or
+ * keeps the awakeable of an idle session until it moves: nobody polls an idle session.
  */
 import * as restate from "@restatedev/restate-sdk";
 import type { ServiceNames } from "./names.js";
-import type { NextRequest, SessionCursor, SessionMeta, Watcher } from "./protocol.js";
+import type { NextAnswer, NextRequest, SessionCursor, SessionMeta, WatchAnswer, Watcher } from "./protocol.js";
 
 export function watchService(names: ServiceNames) {
   return restate.service({
     name: names.watch,
     description: "Long polls on Durable Agents sessions: answers once a session moves.",
     handlers: {
-      next: async (ctx: restate.Context, req: NextRequest): Promise<SessionCursor | null> => {
+      next: async (ctx: restate.Context, req: NextRequest): Promise<NextAnswer | null> => {
         const call = <T>(service: string, method: string, parameter: unknown) =>
           ctx.genericCall<unknown, T>({
             service,
@@ -25,13 +25,19 @@ export function watchService(names: ServiceNames) {
             inputSerde: restate.serde.json,
             outputSerde: restate.serde.json,
           });
+        const status = async (inboxSeq: number): Promise<NextAnswer | null> => {
+          const meta = await call<SessionMeta | null>(names.session, "status", null);
+          if (!meta) return null;
+          return {
+            version: meta.version,
+            lastEventSeq: meta.lastEventSeq,
+            inboxSeq,
+            running: meta.running === true,
+          };
+        };
         if (req.version < 0) {
-          const [meta, inboxSeq] = await restate.RestatePromise.all([
-            call<SessionMeta | null>(names.session, "status", null),
-            call<number | null>(names.inbox, "inboxSeq", null),
-          ]);
-          if (!meta || inboxSeq === null) return null;
-          return { version: meta.version, lastEventSeq: meta.lastEventSeq, inboxSeq };
+          const inboxSeq = await call<number | null>(names.inbox, "inboxSeq", null);
+          return inboxSeq === null ? null : status(inboxSeq);
         }
         const awakeable = ctx.awakeable<SessionCursor>();
         const watcher: Watcher = {
@@ -40,10 +46,17 @@ export function watchService(names: ServiceNames) {
           lastEventSeq: req.lastEventSeq,
           inboxSeq: req.inboxSeq,
         };
-        const now = await call<SessionCursor | "waiting" | null>(names.inbox, "watchEvents", watcher);
-        if (now !== "waiting") return now;
+        const answer = await call<WatchAnswer | null>(names.inbox, "watchEvents", watcher);
+        if (answer === null) return null;
+        if (answer.state === "moved") return { ...answer.cursor, running: false };
+        // A drive may be running: the session's live status (the poller follows it while it runs).
+        if (answer.state === "running") {
+          const live = await status(answer.inboxSeq);
+          return live === null ? null : { ...live, running: true };
+        }
         const timeoutMs = Math.max(0, Math.min(60_000, Number(req.timeoutMs) || 0));
-        return restate.RestatePromise.race([awakeable.promise, ctx.sleep(timeoutMs).map(() => null)]);
+        const cursor = await restate.RestatePromise.race([awakeable.promise, ctx.sleep(timeoutMs).map(() => null)]);
+        return cursor === null ? null : { ...cursor, running: false };
       },
     },
     options: { journalRetention: 0 },
