@@ -57,7 +57,6 @@ import type {
   DriveRequest,
   DriverWake,
   EndedRequest,
-  SessionCursor,
   SessionMeta,
   Wake,
 } from "./protocol.js";
