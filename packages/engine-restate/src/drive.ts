@@ -52,14 +52,7 @@ import {
 import type { SessionHistories } from "./histories.js";
 import { getAll } from "./inbox-object.js";
 import type { ServiceNames } from "./names.js";
-import type {
-  DeltaBatch,
-  DriveRequest,
-  DriverWake,
-  EndedRequest,
-  SessionMeta,
-  Wake,
-} from "./protocol.js";
+import type { DeltaBatch, DriveRequest, DriverWake, EndedRequest, SessionMeta, Wake } from "./protocol.js";
 import { writeEvents } from "./session-object.js";
 import { DeltaMailbox, interruptedStep, runModelStep, runToolStep, type StepDeps, type StepDone } from "./steps.js";
 
