@@ -360,7 +360,7 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
         if (walk.attentions.has(interrupt.interruptId))
           bad(event, `raises attention ${interrupt.interruptId} a second time`);
         // Raised with the call's outcome_unknown, in the same transition (right after it).
-        if (!call || call.status !== "outcome_unknown")
+        if (call?.status !== "outcome_unknown")
           bad(event, `raises attention for call ${interrupt.toolCallId}, which is ${call?.status ?? "unknown"}`);
         else call.attentions += 1;
         walk.attentions.set(interrupt.interruptId, interrupt.toolCallId);

@@ -477,7 +477,8 @@ export class Draft {
         name: interrupt.toolName,
         arguments: interrupt.arguments,
         effect,
-        idempotencyKey: interrupt.idempotencyKey ?? `${this.head.sessionId}/${interrupt.turnId}/${interrupt.toolCallId}`,
+        idempotencyKey:
+          interrupt.idempotencyKey ?? `${this.head.sessionId}/${interrupt.turnId}/${interrupt.toolCallId}`,
       },
       rerun: found === "not_done" && !interrupt.turnCancelled,
     };
