@@ -236,7 +236,9 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
       if (step.kind === "CallSingleAttemptTool") {
         const id = `${step.turnId}/${step.toolCallId}`;
         singleAttemptStarts.set(id, (singleAttemptStarts.get(id) ?? 0) + 1);
-        expect(singleAttemptStarts.get(id), `${id} started twice`).toBeLessThanOrEqual(1 + (approvedAgain.get(id) ?? 0));
+        expect(singleAttemptStarts.get(id), `${id} started twice`).toBeLessThanOrEqual(
+          1 + (approvedAgain.get(id) ?? 0),
+        );
       }
     }
     // A single-attempt call is never started twice (whatever its record says elsewhere), unless a
