@@ -9,7 +9,7 @@ import type { LanguageModel } from "ai";
 import { createOrderSupportAiSdkTools } from "./ai-sdk-order-support-tools.js";
 import type { OrderDesk } from "./order-desk.js";
 import { orderSupportInstructions } from "./order-support-instructions.js";
-import { orderSupportAgentName, orderSupportPolicies } from "./order-support-session.js";
+import { orderSupportAgentName, orderSupportSessionPolicies } from "./order-support-session.js";
 import type { OrderSupportToolOptions } from "./slow-look-up.js";
 
 export function createAiSdkOrderSupportSession(
@@ -22,6 +22,6 @@ export function createAiSdkOrderSupportSession(
     model,
     instructions: orderSupportInstructions,
     tools: createOrderSupportAiSdkTools(desk, tools),
-    policies: orderSupportPolicies,
+    policies: orderSupportSessionPolicies(desk),
   });
 }

@@ -7,7 +7,7 @@
 import { tool, type Tool } from "ai";
 import { z } from "zod";
 import type { OrderDesk } from "./order-desk.js";
-import { lookUpOrder, type OrderSupportToolOptions } from "./slow-look-up.js";
+import { cancelOrder, lookUpOrder, type OrderSupportToolOptions } from "./slow-look-up.js";
 
 export type OrderSupportAiSdkTools = {
   readonly look_up_order: Tool<{ order_id: string }, string>;
@@ -31,7 +31,7 @@ export function createOrderSupportAiSdkTools(
         order_id: z.string().describe("The order ID, such as 1002"),
         reason: z.string().describe("Why the customer wants to cancel"),
       }),
-      execute: async ({ order_id, reason }) => desk.cancelOrder(order_id, reason),
+      execute: async ({ order_id, reason }) => cancelOrder(desk, order_id, reason, options),
     }),
   };
 }

@@ -10,6 +10,10 @@
  *   GET  /sessions/:id/events        (SSE, id = event seq, resumes from Last-Event-ID or ?after=)
  *   POST /sessions/:id/interrupts/:interruptId/approve    { message? }       → 202 { accepted, seq }
  *   POST /sessions/:id/interrupts/:interruptId/reject     { message? }       → 202 { accepted, seq }
+ *   POST /sessions/:id/interrupts/:interruptId/mark-done  { output }         → 202 { accepted, seq }
+ *   POST /sessions/:id/interrupts/:interruptId/mark-not-done                 → 202 { accepted, seq }
+ *   POST /sessions/:id/interrupts/:interruptId/leave-unknown                 → 202 { accepted, seq }
+ *     (the last three resolve an attention interrupt: a call whose outcome is unknown)
  *
  * With `page`, also the chat page at `/` and its routes under `/sessions/:id/ui/` (order-support-page.ts).
  */
@@ -153,6 +157,27 @@ export function createOrderSupportServer(options: OrderSupportServerOptions): Ho
         approved: decision === "approve",
         message,
       });
+      return c.json({ accepted: true, seq: result.seq }, 202);
+    });
+  }
+
+  // Attention interrupts: a call whose outcome stayed unknown. A person says what they found: it took
+  // effect (`output`: what the model is told), it did not (it runs again: after a new approval for
+  // `cancel_order`), or it stays unknown. An approval interrupt here is 409 `session_state`.
+  const attention = { "mark-done": "done", "mark-not-done": "not_done", "leave-unknown": "unknown" } as const;
+  for (const [route, outcome] of Object.entries(attention)) {
+    app.post(`/sessions/:id/interrupts/:interruptId/${route}`, async (c) => {
+      const interruptId = c.req.param("interruptId");
+      if (!interruptId) throw new InvalidInputError("the interrupt ID is missing");
+      const body = await readJsonObject(c, { allowEmpty: outcome !== "done" });
+      const output = outcome === "done" ? requiredText(body, "output", maxTextChars) : undefined;
+      if (outcome !== "done" && body.output !== undefined)
+        throw new InvalidInputError(`"output" goes with mark-done, not ${route}`, ["output"]);
+      const result = await client.resolveAttention(
+        c.var.sessionId,
+        interruptId,
+        outcome === "done" ? { outcome, output: output! } : { outcome },
+      );
       return c.json({ accepted: true, seq: result.seq }, 202);
     });
   }

@@ -12,7 +12,7 @@
  *   message that asked for no call;
  * - a turn that asked for no call at all: which order is meant, or what the model can do.
  */
-import { isTurnNote } from "@durable-agents/core/engine";
+import { ATTENTION_NOTE_PREFIX, isTurnNote } from "@durable-agents/core/engine";
 
 /** What a demo model decided for one request. */
 export type DemoDecision =
@@ -97,6 +97,11 @@ export function decideDemoTurn(conversation: DemoConversation): DemoDecision {
 
 /** What one message of the person asks for: a call, or (asking for none) the text the model answers. */
 function decideMessage(text: string, offeredTools: ReadonlySet<string>): DemoDecision {
+  // Core's note of a follow-up turn: a person checked a call whose outcome was unknown. It asks for
+  // nothing (a call run again already ran); the model passes on what was found.
+  if (text.startsWith(ATTENTION_NOTE_PREFIX)) {
+    return { kind: "text", text: `Update: ${text.slice(ATTENTION_NOTE_PREFIX.length).trim()}` };
+  }
   const orderId = parseOrderId(text);
   const wantsCancel = /\bcancel/i.test(text);
   const wantsLookUp = /\b(look|status|where|find|check|show|track|order)\b/i.test(text);

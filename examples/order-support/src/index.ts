@@ -35,7 +35,14 @@ export {
   type DemoMessage,
   type DemoToolResult,
 } from "./demo-decision.js";
-export { lookUpDelayFromEnv, lookUpOrder, type OrderSupportToolOptions } from "./slow-look-up.js";
+export {
+  cancelDelayFromEnv,
+  cancelOrder,
+  lookUpDelayFromEnv,
+  lookUpOrder,
+  type OrderSupportToolOptions,
+} from "./slow-look-up.js";
+export { reconcileCancellation } from "./reconcile-cancellation.js";
 export { OrderSupportDemoModel, decideDemoResponse, type OrderSupportDemoModelOptions } from "./demo-model.js";
 export { OrderSupportAiSdkDemoModel, type OrderSupportAiSdkDemoModelOptions } from "./ai-sdk-demo-model.js";
 export { createOrderSupportAiSdkTools, type OrderSupportAiSdkTools } from "./ai-sdk-order-support-tools.js";
@@ -48,7 +55,12 @@ export {
 } from "./order-support-framework.js";
 export { orderSupportSetupFromEnv, type OrderSupportDemoSpeed, type OrderSupportSetup } from "./order-support-setup.js";
 export { orderSupportModelFromEnv, type OrderSupportModelChoice } from "./order-support-model.js";
-export { createOrderSupportSession, orderSupportAgentName, orderSupportPolicies } from "./order-support-session.js";
+export {
+  createOrderSupportSession,
+  orderSupportAgentName,
+  orderSupportPolicies,
+  orderSupportSessionPolicies,
+} from "./order-support-session.js";
 export {
   startOrderSupportRuntime,
   type OrderSupportRuntime,

@@ -9,7 +9,11 @@ import { durableTool } from "@durable-agents/openai-agents";
 import { z } from "zod";
 import type { OrderDesk } from "./order-desk.js";
 import { orderSupportInstructions } from "./order-support-instructions.js";
-import { lookUpOrder as lookUpOnDesk, type OrderSupportToolOptions } from "./slow-look-up.js";
+import {
+  cancelOrder as cancelOnDesk,
+  lookUpOrder as lookUpOnDesk,
+  type OrderSupportToolOptions,
+} from "./slow-look-up.js";
 
 export { orderSupportInstructions };
 
@@ -32,7 +36,7 @@ export function createOrderSupportAgent(
       order_id: z.string().describe("The order ID, such as 1002"),
       reason: z.string().describe("Why the customer wants to cancel"),
     }),
-    execute: ({ order_id, reason }) => desk.cancelOrder(order_id, reason),
+    execute: ({ order_id, reason }) => cancelOnDesk(desk, order_id, reason, options),
   });
   return new Agent({
     name: "OrderSupport",

@@ -12,7 +12,7 @@ import type { OrderSupportFramework } from "./order-support-framework.js";
 import { orderSupportModelFromEnv } from "./order-support-model.js";
 import type { OrderSupportSessionContext } from "./order-support-runtime.js";
 import { createOrderSupportSession } from "./order-support-session.js";
-import { lookUpDelayFromEnv } from "./slow-look-up.js";
+import { cancelDelayFromEnv, lookUpDelayFromEnv } from "./slow-look-up.js";
 
 export interface OrderSupportSetup {
   readonly framework: OrderSupportFramework;
@@ -21,6 +21,8 @@ export interface OrderSupportSetup {
   readonly isDemo: boolean;
   /** How long each look-up waits before the desk answers, in ms (0: at once). */
   readonly lookUpDelayMs: number;
+  /** How long each cancellation waits after the desk applied it, in ms (0: at once). */
+  readonly cancelDelayMs: number;
   /** Builds the session definition over a desk (what `startOrderSupportRuntime` takes as `session`). */
   createSession(desk: OrderDesk, context?: OrderSupportSessionContext): SessionDefinition;
 }
@@ -36,8 +38,11 @@ export function orderSupportSetupFromEnv(
   demoOptions: OrderSupportDemoSpeed = {},
 ): OrderSupportSetup {
   const lookUpDelayMs = lookUpDelayFromEnv(env);
+  const cancelDelayMs = cancelDelayFromEnv(env);
   const tools = (context: OrderSupportSessionContext | undefined) =>
-    context === undefined ? { lookUpDelayMs } : { lookUpDelayMs, stopping: context.stopping };
+    context === undefined
+      ? { lookUpDelayMs, cancelDelayMs }
+      : { lookUpDelayMs, cancelDelayMs, stopping: context.stopping };
   if (framework === "ai-sdk") {
     const choice = aiSdkOrderSupportModelFromEnv(env, demoOptions);
     return {
@@ -45,6 +50,7 @@ export function orderSupportSetupFromEnv(
       modelDescription: choice.description,
       isDemo: choice.isDemo,
       lookUpDelayMs,
+      cancelDelayMs,
       createSession: (desk, context) => createAiSdkOrderSupportSession(desk, choice.model, tools(context)),
     };
   }
@@ -54,6 +60,7 @@ export function orderSupportSetupFromEnv(
     modelDescription: choice.description,
     isDemo: choice.isDemo,
     lookUpDelayMs,
+    cancelDelayMs,
     createSession: (desk, context) => createOrderSupportSession(desk, choice.model, tools(context)),
   };
 }

@@ -126,6 +126,33 @@ export class ProgressRenderer {
       case "session_recovered":
         this.line(`  ${this.#paint("33", "!")} a worker took over the session (lease ${event.data.fence})`);
         break;
+      case "call_reconciled": {
+        const label = this.#calls.get(event.data.toolCallId) ?? event.data.name;
+        const found = { done: "it took effect", not_done: "it did not take effect", unknown: "it cannot tell" }[
+          event.data.found
+        ];
+        const then =
+          event.data.status === "succeeded"
+            ? "succeeded, not run again"
+            : event.data.status === "awaiting_approval"
+              ? "offered for approval again"
+              : event.data.status === "pending"
+                ? "runs again with the same key"
+                : event.data.status;
+        this.line(`  ${this.#paint("36", "⟲")} reconciled ${label}: the check says ${found}; ${then}`);
+        break;
+      }
+      case "attention_required": {
+        const { interrupt } = event.data;
+        const label = this.#calls.get(interrupt.toolCallId) ?? interrupt.toolName;
+        this.line(
+          `  ${this.#paint("33", "!")} needs attention: the outcome of ${label} is unknown; a person must check it (${interrupt.interruptId})`,
+        );
+        break;
+      }
+      case "attention_resolved":
+        this.line(`  ${this.#paint("36", "!")} attention ${event.data.interruptId} resolved: ${event.data.outcome}`);
+        break;
       default:
         break;
     }

@@ -114,7 +114,8 @@ export async function readDemoSessionProgress(
 /** What a session is waiting for, in words: "waiting for your approval of cancel_order {...}". */
 export function describeProgress(progress: DemoSessionProgress, conversationLength: number): string {
   const { snapshot } = progress;
-  const pending = snapshot.pendingInterrupts[0];
+  // Attention interrupts (a call whose outcome is unknown) wait for nobody here: only approvals do.
+  const pending = snapshot.pendingInterrupts.find((interrupt) => interrupt.kind !== "attention");
   if (pending !== undefined && snapshot.unappliedDecisions === 0) {
     return `waiting for your approval of ${pending.toolName} ${pending.arguments}`;
   }
@@ -209,7 +210,8 @@ export async function runTerminalDemo(options: TerminalDemoOptions): Promise<Ter
       after = resume.snapshot.lastEventSeq;
       if (turns.length >= messages.length) return { sessionId, turns };
       if (resume.snapshot.unappliedDecisions === 0) {
-        for (const interrupt of resume.snapshot.pendingInterrupts) await settle(interrupt);
+        for (const interrupt of resume.snapshot.pendingInterrupts)
+          if (interrupt.kind !== "attention") await settle(interrupt);
       }
       // The message of the turn the session stands at; a duplicate when the earlier run sent it.
       await client.sendMessage(sessionId, messages[turns.length]!, { messageId: messageId(turns.length) });

@@ -2,7 +2,7 @@
  * The part of core's `SessionClient` this example uses. The server and the terminal demo depend on
  * this shape only, so they can be given any client that has it (core's `SessionClient` does).
  */
-import type { SessionEvent, SessionSnapshot } from "@durable-agents/core";
+import type { AttentionResolution, SessionEvent, SessionSnapshot } from "@durable-agents/core";
 
 export interface OrderSupportClient {
   startSession(input: {
@@ -31,6 +31,8 @@ export interface OrderSupportClient {
     sessionId: string,
     input: { interruptId: string; approved: boolean; message?: string | null },
   ): Promise<{ seq: number }>;
+  /** Resolves an attention interrupt (a call whose outcome is unknown): done with a text, not done, or unknown. */
+  resolveAttention(sessionId: string, interruptId: string, resolution: AttentionResolution): Promise<{ seq: number }>;
   snapshot(sessionId: string): Promise<SessionSnapshot>;
   readEvents(sessionId: string, options?: { after?: number; limit?: number }): Promise<SessionEvent[]>;
   followEvents(sessionId: string, options?: { after?: number; signal?: AbortSignal }): AsyncIterable<SessionEvent>;

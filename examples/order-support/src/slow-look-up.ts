@@ -19,6 +19,12 @@ import type { OrderDesk } from "./order-desk.js";
 export interface OrderSupportToolOptions {
   /** How long a look-up waits before the desk answers, in ms. Default 0. */
   readonly lookUpDelayMs?: number;
+  /**
+   * How long a cancellation waits after the desk applied it, before it returns, in ms (a slow
+   * confirmation). Default 0. A process killed in this wait leaves the call in doubt: the next worker
+   * asks the desk (the policy's `reconcile`) and finds the order cancelled.
+   */
+  readonly cancelDelayMs?: number;
   /** Aborted when the process stops: a look-up still waiting stops too. */
   readonly stopping?: AbortSignal;
 }
@@ -48,6 +54,28 @@ export async function lookUpOrder(desk: OrderDesk, orderId: string, options: Ord
   return desk.describeOrder(orderId);
 }
 
+/**
+ * What `cancel_order` answers: the desk cancels the order, then (with `cancelDelayMs`) the answer
+ * waits, as a slow confirmation would. The wait ignores the turn's cancellation (the order is
+ * cancelled already); it ends when the process stops, with an error: the call is then in doubt, and
+ * the next worker's check finds it done.
+ */
+export async function cancelOrder(
+  desk: OrderDesk,
+  orderId: string,
+  reason: string,
+  options: OrderSupportToolOptions,
+): Promise<string> {
+  const answer = desk.cancelOrder(orderId, reason);
+  const delayMs = options.cancelDelayMs ?? 0;
+  if (delayMs > 0) {
+    await sleep(delayMs, undefined, options.stopping ? { signal: options.stopping } : {}).catch(() => {
+      throw new Error(`the process stopped before the cancellation of order ${orderId} was confirmed`);
+    });
+  }
+  return answer;
+}
+
 function stopped(orderId: string, signal: AbortSignal): ToolCancelledError {
   const reason: unknown = signal.reason;
   const why = reason instanceof Error ? reason.message : String(reason ?? "aborted");
@@ -58,12 +86,21 @@ function stopped(orderId: string, signal: AbortSignal): ToolCancelledError {
 
 /** `ORDER_SUPPORT_LOOKUP_DELAY_MS`: unset or empty is 0; anything but a whole number of ms is refused. */
 export function lookUpDelayFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): number {
-  const raw = env.ORDER_SUPPORT_LOOKUP_DELAY_MS?.trim() ?? "";
+  return delayFromEnv(env, "ORDER_SUPPORT_LOOKUP_DELAY_MS");
+}
+
+/** `ORDER_SUPPORT_CANCEL_DELAY_MS`: unset or empty is 0; anything but a whole number of ms is refused. */
+export function cancelDelayFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): number {
+  return delayFromEnv(env, "ORDER_SUPPORT_CANCEL_DELAY_MS");
+}
+
+function delayFromEnv(env: Readonly<Record<string, string | undefined>>, name: string): number {
+  const raw = env[name]?.trim() ?? "";
   if (raw === "") return 0;
   const value = /^\d{1,10}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!(value <= maxDelayMs)) {
     throw new ConfigurationError(
-      `ORDER_SUPPORT_LOOKUP_DELAY_MS must be a whole number of milliseconds from 0 to ${maxDelayMs}, not "${raw}"`,
+      `${name} must be a whole number of milliseconds from 0 to ${maxDelayMs}, not "${raw}"`,
     );
   }
   return value;

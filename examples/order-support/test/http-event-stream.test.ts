@@ -15,6 +15,7 @@ function observeFollowers(followers: { active: number }) {
     cancelTurn: (id, options) => client.cancelTurn(id, options),
     steer: (id, text, options) => client.steer(id, text, options),
     resolveInterrupt: (id, input) => client.resolveInterrupt(id, input),
+    resolveAttention: (id, interruptId, resolution) => client.resolveAttention(id, interruptId, resolution),
     snapshot: (id) => client.snapshot(id),
     readEvents: (id, options) => client.readEvents(id, options),
     async *followEvents(id, options) {

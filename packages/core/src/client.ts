@@ -30,6 +30,15 @@ export interface SessionClientOptions {
   readonly limits?: Partial<ClientLimits>;
 }
 
+/**
+ * A person's answer to an attention interrupt: the call took effect (`output` is what the model is
+ * told, as if the call had returned it), it did not, or its outcome stays unknown.
+ */
+export type AttentionResolution =
+  | { readonly outcome: "done"; readonly output: string }
+  | { readonly outcome: "not_done" }
+  | { readonly outcome: "unknown" };
+
 /** What `cancelTurn` answers: the inbox entry that carries the cancellation and the turn it names. */
 export interface CancelResult extends EnqueueResult {
   readonly turnId: string;
@@ -178,7 +187,13 @@ export class SessionClient {
     const stored = await this.load(sessionId);
     const { head } = stored;
     const dedupeKey = `resolution:${input.interruptId}`;
-    const interrupt = head.pendingInterrupts.find((i) => i.interruptId === input.interruptId);
+    const pending = head.pendingInterrupts.find((i) => i.interruptId === input.interruptId);
+    if (pending?.kind === "attention" || (!pending && (await this.isAttention(sessionId, input.interruptId)))) {
+      throw new SessionStateError(
+        `interrupt "${input.interruptId}" of session "${sessionId}" is an attention interrupt: resolve it with resolveAttention`,
+      );
+    }
+    const interrupt = pending;
     // A pending interrupt's decisions and cancellation can only be in the inbox's unapplied part.
     const inbox = await this.store.readInbox(sessionId, interrupt ? head.inboxCursor : 0);
     const call = head.turn?.calls.find((c) => c.interruptId === input.interruptId);
@@ -186,8 +201,8 @@ export class SessionClient {
       inbox.some((e) => e.kind === "resolution" && e.interruptId === input.interruptId) ||
       (call !== undefined && call.status !== "awaiting_approval" && call.status !== "cancelled" && !interrupt);
     if (decided) throw new DuplicateResolutionError(sessionId, input.interruptId);
-    // Interrupt IDs are `<turnId>-<modelStep>-<callIndex>`: an interrupt no longer pending names its turn.
-    const turnId = interrupt?.turnId ?? /^(.*)-\d+-\d+$/.exec(input.interruptId)?.[1];
+    // Interrupt IDs start with their turn's ID (`turn-<n>-…`): an interrupt no longer pending names its turn.
+    const turnId = interrupt?.turnId ?? /^(turn-\d+)-/.exec(input.interruptId)?.[1];
     const cancelled =
       call?.status === "cancelled" ||
       inbox.some(
@@ -206,6 +221,59 @@ export class SessionClient {
     );
     if (result.duplicate) throw new DuplicateResolutionError(sessionId, input.interruptId);
     return { seq: result.seq };
+  }
+
+  /**
+   * Resolves an attention interrupt (a call whose outcome is unknown): `done` with the text the model
+   * is told, `not_done` (the call runs again with its key: an `idempotent_write` at once, a
+   * single-attempt call after a new approval; not at all when its turn was cancelled), or `unknown`.
+   * `done` and `not_done` start a follow-up turn that tells the model. Throws
+   * `InterruptNotFoundError`, `DuplicateResolutionError` (resolved already, or queued),
+   * `SessionStateError` (the interrupt is an approval), `InvalidInputError`, `InputTooLargeError`.
+   */
+  async resolveAttention(
+    sessionId: string,
+    interruptId: string,
+    resolution: AttentionResolution,
+  ): Promise<{ seq: number }> {
+    checkSessionId(sessionId);
+    if (typeof interruptId !== "string" || interruptId.length === 0 || interruptId.length > 300) {
+      throw new InvalidInputError("interruptId must be a non-empty string");
+    }
+    if (typeof resolution !== "object" || resolution === null)
+      throw new InvalidInputError("an attention resolution needs an object");
+    const { outcome } = resolution as { outcome?: unknown };
+    if (outcome !== "done" && outcome !== "not_done" && outcome !== "unknown") {
+      throw new InvalidInputError('outcome must be "done", "not_done" or "unknown"');
+    }
+    const output = (resolution as { output?: unknown }).output;
+    if (outcome === "done") this.checkText("output", output);
+    else if (output !== undefined) throw new InvalidInputError(`an output goes with "done", not "${outcome}"`);
+    const stored = await this.load(sessionId);
+    const interrupt = stored.head.pendingInterrupts.find((i) => i.interruptId === interruptId);
+    if (interrupt && interrupt.kind !== "attention") {
+      throw new SessionStateError(
+        `interrupt "${interruptId}" of session "${sessionId}" is an approval: approve or reject it with resolveInterrupt`,
+      );
+    }
+    const dedupeKey = `attention:${interruptId}`;
+    if (!interrupt) {
+      if (await this.isAttention(sessionId, interruptId)) throw new DuplicateResolutionError(sessionId, interruptId);
+      throw new InterruptNotFoundError(sessionId, interruptId);
+    }
+    const result = await this.store.enqueue(
+      sessionId,
+      { kind: "attention", interruptId, outcome, output: outcome === "done" ? (output as string) : null },
+      dedupeKey,
+    );
+    if (result.duplicate) throw new DuplicateResolutionError(sessionId, interruptId);
+    return { seq: result.seq };
+  }
+
+  /** Whether the session's inbox holds a resolution of this attention interrupt (it was resolved, or is about to be). */
+  private async isAttention(sessionId: string, interruptId: string): Promise<boolean> {
+    const inbox = await this.store.readInbox(sessionId, 0);
+    return inbox.some((e) => e.kind === "attention" && e.interruptId === interruptId);
   }
 
   approve(sessionId: string, interruptId: string): Promise<{ seq: number }> {
@@ -234,7 +302,7 @@ export class SessionClient {
       pendingInterrupts: head.pendingInterrupts,
       queuedMessages:
         head.queue.length + inbox.filter((item) => item.kind === "message" || item.kind === "steer").length,
-      unappliedDecisions: inbox.filter((item) => item.kind === "resolution").length,
+      unappliedDecisions: inbox.filter(isDecision).length,
       usage: head.usage,
       version: stored.version,
       lastEventSeq: stored.lastEventSeq,
@@ -295,7 +363,7 @@ export class SessionClient {
         status: stored.head.status,
         queuedMessages:
           stored.head.queue.length + inbox.filter((item) => item.kind === "message" || item.kind === "steer").length,
-        unappliedDecisions: inbox.filter((item) => item.kind === "resolution").length,
+        unappliedDecisions: inbox.filter(isDecision).length,
       });
     });
   }
@@ -398,5 +466,7 @@ function checkMessageId(messageId: unknown, what = "message ID"): string | null 
   }
   return messageId;
 }
+
+const isDecision = (entry: InboxEntry) => entry.kind === "resolution" || entry.kind === "attention";
 
 const messageDedupeKey = (messageId: string | null) => (messageId === null ? null : `message:${messageId}`);

@@ -11,6 +11,7 @@ export {
   currentCalls,
   deriveStatus,
   dueSteps,
+  isCallInFlight,
   isRunnable,
   isTurnActive,
   joinedMessages,
@@ -26,13 +27,17 @@ export {
   type WaitingStep,
 } from "./machine.js";
 export { backoffDelay, machineConfig } from "./definition.js";
-export { resolveCallPolicy, validatePolicies, type ToolDescription } from "./policy.js";
+export { hasReconcile, resolveCallPolicy, validatePolicies, type ToolDescription } from "./policy.js";
 export { runInToolCall, runOutsideToolCall } from "./tool-context.js";
 export { modelAttemptFailed, runToolAttempt, type ToolAttempt } from "./tool-step.js";
+export { runReconcileAttempt, type ReconcileAttempt } from "./reconcile-step.js";
 export { TurnSignals } from "./turn-signals.js";
 export {
   defaultRejectionMessage,
+  ATTENTION_NOTE_PREFIX,
+  describeAttentionResolution,
   describeOutcome,
+  describeRerunOutcome,
   describeTurnCancellation,
   describeTurnFailure,
   isTurnNote,

@@ -12,6 +12,9 @@ export {
   idempotencyKey,
   policyTable,
   ToolEffect,
+  type Reconcile,
+  type ReconcileInput,
+  type ReconcileResult,
   toolEffects,
   ToolPolicy,
   type EffectRule,
@@ -31,6 +34,7 @@ export { Worker, type WorkerOptions } from "./worker.js";
 export type { CoalescerOptions } from "./coalescer.js";
 export {
   SessionClient,
+  type AttentionResolution,
   type CancelResult,
   type ClientLimits,
   type SessionClientOptions,

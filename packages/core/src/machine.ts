@@ -16,13 +16,20 @@ import { onModelAttemptFailed, onModelCompleted } from "./machine/model-inputs.j
 import { startReadySteps } from "./machine/plan.js";
 import { onInbox, onRecover, onTick } from "./machine/session-inputs.js";
 import { currentCalls, deriveStatus, isTurnActive, nextDueAt, sameData } from "./machine/state.js";
-import { onCallAttemptFailed, onCallCancelled, onCallFinished } from "./machine/tool-inputs.js";
+import {
+  onCallAttemptFailed,
+  onCallCancelled,
+  onCallFinished,
+  onReconcileAttemptFailed,
+  onReconcileFinished,
+} from "./machine/tool-inputs.js";
 import type { ApplyContext, DueStep, Handled, MachineInput, Transition } from "./machine/types.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
 
 export {
   currentCalls,
   deriveStatus,
+  isCallInFlight,
   dueSteps,
   isRunnable,
   isTurnActive,
@@ -63,6 +70,10 @@ function handle(draft: Draft, input: MachineInput, ctx: ApplyContext): Handled {
       return onCallCancelled(draft, input, ctx);
     case "call_attempt_failed":
       return onCallAttemptFailed(draft, input, ctx);
+    case "reconcile_finished":
+      return onReconcileFinished(draft, input, ctx);
+    case "reconcile_attempt_failed":
+      return onReconcileAttemptFailed(draft, input, ctx);
     default:
       return `no input is of type ${JSON.stringify((input as { type?: unknown }).type)}`;
   }
@@ -74,7 +85,7 @@ function handle(draft: Draft, input: MachineInput, ctx: ApplyContext): Handled {
  * The given head is never modified.
  */
 export function apply(head: SessionHead, input: MachineInput, ctx: ApplyContext): Transition {
-  const draft = new Draft(head);
+  const draft = new Draft(head, ctx.config);
   const ignored = handle(draft, input, ctx);
   if (ignored !== null) {
     return {
@@ -145,7 +156,12 @@ export function applyAll(head: SessionHead, inputs: readonly MachineInput[], ctx
 
 /** A key naming one attempt of one step. */
 export function stepKey(step: DueStep): string {
-  const id = step.kind === "RunModel" ? `model:${step.modelStep}` : `tool:${step.toolCallId}`;
+  const id =
+    step.kind === "RunModel"
+      ? `model:${step.modelStep}`
+      : step.kind === "ReconcileCall"
+        ? `reconcile:${step.toolCallId}`
+        : `tool:${step.toolCallId}`;
   return `${step.turnId}/${id}/${step.attempt}`;
 }
 
@@ -159,6 +175,12 @@ export function isStarted(head: SessionHead, step: DueStep): boolean {
       turn.modelRunning &&
       turn.modelSteps + 1 === step.modelStep &&
       turn.modelAttempts + 1 === step.attempt
+    );
+  }
+  if (step.kind === "ReconcileCall") {
+    return currentCalls(turn).some(
+      (call) =>
+        call.toolCallId === step.toolCallId && call.status === "reconciling" && call.reconcileAttempts === step.attempt,
     );
   }
   return currentCalls(turn).some(

@@ -5,11 +5,47 @@ export const toolEffects = ["read", "idempotent_write", "non_idempotent_write", 
 export const ToolEffect = z.enum(toolEffects);
 export type ToolEffect = z.infer<typeof ToolEffect>;
 
+/** What a tool's `reconcile` is given: the call whose outcome is in doubt, and one attempt of the check. */
+export interface ReconcileInput {
+  /** The call's idempotency key (`<sessionId>/<turnId>/<toolCallId>`), the one every attempt of the call saw. */
+  readonly idempotencyKey: string;
+  /** The call's arguments, parsed from the model's JSON text (the text itself when it is not JSON). */
+  readonly arguments: unknown;
+  /** 1-based attempt of this check, counted durably (a check is retried like a `read`). */
+  readonly attempt: number;
+  /** Aborted when the engine is losing the session (a lost lease, a process ending); a turn's cancellation does not abort a check. */
+  readonly signal: AbortSignal;
+  readonly sessionId: string;
+  readonly turnId: string;
+  readonly toolCallId: string;
+  readonly toolName: string;
+}
+
+/**
+ * What a check found: `done` (the call took effect; `output` is what the model is told, as if the
+ * call had returned it), `not_done` (it did not take effect), or `unknown` (the check cannot tell).
+ */
+export type ReconcileResult =
+  | { readonly status: "done"; readonly output: string }
+  | { readonly status: "not_done" }
+  | { readonly status: "unknown" };
+
+/**
+ * How a tool finds out whether a call whose outcome is in doubt took effect (by its idempotency key,
+ * or by reading the state the call changes). It must only read: it runs as a step of its own and is
+ * retried like a `read`. Throwing counts as a failed attempt of the check.
+ */
+export type Reconcile = (input: ReconcileInput) => Promise<ReconcileResult> | ReconcileResult;
+
 /** What the application declares for one tool, keyed by tool name. */
 export const ToolPolicy = z.strictObject({
   effect: ToolEffect,
   /** Overrides the effect's default approval. A tool the framework marks as needing approval waits whatever this says. */
   needsApproval: z.boolean().optional(),
+  /** Asked before a call is left `outcome_unknown` (writes only: a `read` is never `outcome_unknown`). */
+  reconcile: z
+    .custom<Reconcile>((value) => typeof value === "function", { message: "reconcile must be a function" })
+    .optional(),
 });
 export type ToolPolicy = z.infer<typeof ToolPolicy>;
 export type ToolPolicies = Record<string, ToolPolicy>;
@@ -105,9 +141,19 @@ export function validatePolicies(tools: readonly ToolDescription[], policies: un
         `the policy for "${name}" is malformed: ${result.error.issues.map((i) => i.message).join("; ")}`,
       );
     }
+    if (result.data.reconcile !== undefined && result.data.effect === "read") {
+      throw new PolicyError(
+        `the policy for "${name}" declares reconcile on a read: a read is never outcome_unknown, so it is never reconciled`,
+      );
+    }
     parsed[name] = result.data;
   }
   return parsed;
+}
+
+/** Whether the session's policies give this tool a `reconcile`. */
+export function hasReconcile(policies: ToolPolicies, toolName: string): boolean {
+  return typeof policies[toolName]?.reconcile === "function";
 }
 
 /** The effect and approval that apply to one requested call. */

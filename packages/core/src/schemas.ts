@@ -48,17 +48,40 @@ export type HistoryItem = z.infer<typeof HistoryItem>;
 export const finalCallStatuses = ["succeeded", "failed", "rejected", "outcome_unknown", "cancelled"] as const;
 export const FinalCallStatus = z.enum(finalCallStatuses);
 export type FinalCallStatus = z.infer<typeof FinalCallStatus>;
-export const CallStatus = z.enum(["awaiting_approval", "pending", "running", ...finalCallStatuses]);
+/**
+ * Not final: `awaiting_approval`; `pending` (an attempt is due, maybe after a backoff); `running` (an
+ * attempt is in flight); `reconcile_pending` (the call's outcome is in doubt and a check of its tool's
+ * `reconcile` is due) and `reconciling` (a check is in flight).
+ */
+export const CallStatus = z.enum([
+  "awaiting_approval",
+  "pending",
+  "running",
+  "reconcile_pending",
+  "reconciling",
+  ...finalCallStatuses,
+]);
 export type CallStatus = z.infer<typeof CallStatus>;
 export const isFinalCallStatus = (status: CallStatus): status is FinalCallStatus =>
   (finalCallStatuses as readonly string[]).includes(status);
+
+/** What a check of a call found (a tool's `reconcile`), or what a person marked it (an attention interrupt). */
+export const ReconcileStatus = z.enum(["done", "not_done", "unknown"]);
+export type ReconcileStatus = z.infer<typeof ReconcileStatus>;
+
+/** How a call whose outcome was in doubt was settled: by its tool's `reconcile`, or by a person. */
+export const Reconciliation = z.object({ by: z.enum(["tool", "person"]), found: ReconcileStatus });
+export type Reconciliation = z.infer<typeof Reconciliation>;
 
 export const ToolCallRecord = z.object({
   toolCallId: z.string(),
   name: z.string(),
   arguments: z.string(),
-  /** The RunModel step (1-based within the turn) whose response asked for this call. */
-  response: z.number().int().positive(),
+  /**
+   * The RunModel step (1-based within the turn) whose response asked for this call; 0 for a call a
+   * follow-up turn runs again before its first RunModel (a person marked it not done).
+   */
+  response: z.number().int().nonnegative(),
   effect: ToolEffect,
   step: z.enum(["CallTool", "CallSingleAttemptTool"]),
   needsApproval: z.boolean(),
@@ -73,10 +96,27 @@ export const ToolCallRecord = z.object({
   lastError: z.string().nullable(),
   output: z.string().nullable(),
   message: z.string().nullable(),
+  /** Attempts of the `reconcile` check started so far, over every time the outcome was in doubt (each recorded before the check runs). */
+  reconcileAttempts: z.number().int().nonnegative().default(0),
+  /** The value of `reconcileAttempts` at which the current check gives up (three attempts, like a `read`). */
+  reconcileMaxAttempts: z.number().int().nonnegative().default(0),
+  /** Why the call's outcome is in doubt, while it is checked (`reconcile_pending`, `reconciling`). */
+  unknownReason: z.string().nullable().default(null),
+  /** The last check's finding, or a person's mark; null when the outcome was never in doubt. */
+  reconciled: Reconciliation.nullable().default(null),
+  /** Rounds of attempts an `idempotent_write` got again after a check found it not done. */
+  reruns: z.number().int().nonnegative().default(0),
 });
 export type ToolCallRecord = z.infer<typeof ToolCallRecord>;
 
-export const stepKinds = ["RunModel", "CallTool", "CallSingleAttemptTool", "AwaitToolApproval", "ResumeTurn"] as const;
+export const stepKinds = [
+  "RunModel",
+  "CallTool",
+  "CallSingleAttemptTool",
+  "AwaitToolApproval",
+  "ResumeTurn",
+  "ReconcileCall",
+] as const;
 export const StepKind = z.enum(stepKinds);
 export type StepKind = z.infer<typeof StepKind>;
 
@@ -89,16 +129,62 @@ export const StepRecord = z.object({
 });
 export type StepRecord = z.infer<typeof StepRecord>;
 
+/**
+ * A question for a person. `approval`: may this call run? `attention`: a call's outcome is unknown
+ * (its tool has no `reconcile`, or the check could not tell); a person marks it done, not done, or
+ * leaves it unknown. An attention interrupt blocks nothing and outlives its turn.
+ */
 export const Interrupt = z.object({
   interruptId: z.string(),
+  /** Heads written before this field existed load with `approval`. */
+  kind: z.enum(["approval", "attention"]).default("approval"),
   turnId: z.string(),
   toolCallId: z.string(),
   toolName: z.string(),
   arguments: z.string(),
+  /**
+   * Why a person is asked: for an attention, why the outcome is unknown; for an approval offered
+   * again, that the first attempt did not take effect. Null for a first approval.
+   */
+  reason: z.string().nullable().default(null),
+  /** An attention's call: its effect and idempotency key. */
+  effect: ToolEffect.optional(),
+  idempotencyKey: z.string().nullable().default(null),
+  /** An attention's call belongs to a turn that was cancelled: marking it not done does not run it again. */
+  turnCancelled: z.boolean().default(false),
 });
 export type Interrupt = z.infer<typeof Interrupt>;
 
-export const QueuedMessage = z.object({ text: z.string(), inboxSeq: z.number().int(), item: HistoryItem });
+/**
+ * A turn a person's resolution of an attention interrupt starts: the model is told what the person
+ * found, after the call ran again when it was marked not done.
+ */
+export const FollowUp = z.object({
+  interruptId: z.string(),
+  outcome: z.enum(["done", "not_done"]),
+  /** The text the person gave with `done`. */
+  output: z.string().nullable(),
+  /** The call as its turn recorded it. */
+  call: z.object({
+    turnId: z.string(),
+    toolCallId: z.string(),
+    name: z.string(),
+    arguments: z.string(),
+    effect: ToolEffect,
+    idempotencyKey: z.string(),
+  }),
+  /** Whether the follow-up turn runs the call again first (not done, and its turn was not cancelled). */
+  rerun: z.boolean(),
+});
+export type FollowUp = z.infer<typeof FollowUp>;
+
+export const QueuedMessage = z.object({
+  text: z.string(),
+  inboxSeq: z.number().int(),
+  item: HistoryItem,
+  /** Set for a follow-up turn (an attention resolved done or not done); `text` and `item` are its note. */
+  followUp: FollowUp.optional(),
+});
 export type QueuedMessage = z.infer<typeof QueuedMessage>;
 
 /** A cancellation being applied to a turn (phase `cancelling`) or applied (phase `cancelled`). */
@@ -157,6 +243,8 @@ export const Turn = z.object({
   steered: z.array(QueuedMessage).default([]),
   /** Messages steered into this turn that joined it, in order. */
   joined: z.array(JoinedMessage).default([]),
+  /** Set when the turn is a follow-up of a resolved attention interrupt. */
+  followUp: FollowUp.nullable().default(null),
 });
 export type Turn = z.infer<typeof Turn>;
 
@@ -241,6 +329,13 @@ export const InboxEntry = z.discriminatedUnion("kind", [
   }),
   /** A message for the running turn (it joins before the turn's next RunModel), or a new turn's when none runs. */
   z.object({ kind: z.literal("steer"), text: z.string(), messageId: z.string().nullable() }),
+  /** A person's resolution of an attention interrupt: the call took effect (`output` for the model), did not, or stays unknown. */
+  z.object({
+    kind: z.literal("attention"),
+    interruptId: z.string(),
+    outcome: ReconcileStatus,
+    output: z.string().nullable(),
+  }),
 ]);
 export type InboxEntry = z.infer<typeof InboxEntry>;
 export type InboxItem = InboxEntry & { seq: number };
@@ -309,6 +404,27 @@ export const EventBody = z.discriminatedUnion("type", [
   event("cancel_skipped", { turnId: z.string(), requestId: z.string().nullable(), why: z.string() }),
   /** A steered message joined the running turn: it is in the history, before the turn's RunModel step `modelStep`. */
   event("message_steered", { turnId: z.string(), text: z.string(), modelStep: z.number().int().positive() }),
+  /** A check (the tool's `reconcile`) settled a call whose outcome was in doubt. */
+  event("call_reconciled", {
+    turnId: z.string(),
+    toolCallId: z.string(),
+    name: z.string(),
+    found: ReconcileStatus,
+    /** Attempts of the check it took. */
+    attempts: z.number().int().positive(),
+    /** What became of the call: `succeeded` (done), `pending` / `awaiting_approval` (not done: it runs again), or a final status. */
+    status: CallStatus,
+  }),
+  /** A call's outcome stays unknown: a person is asked (the interrupt is in `pendingInterrupts` until resolved). */
+  event("attention_required", { interrupt: Interrupt }),
+  /** A person resolved an attention interrupt. */
+  event("attention_resolved", {
+    interruptId: z.string(),
+    turnId: z.string(),
+    toolCallId: z.string(),
+    outcome: ReconcileStatus,
+    output: z.string().nullable(),
+  }),
   event("session_recovered", {
     fence: z.number().int(),
     calls: z.array(z.object({ toolCallId: z.string(), status: CallStatus })),
@@ -333,7 +449,7 @@ export interface SessionSnapshot {
   pendingInterrupts: Interrupt[];
   /** Messages accepted and not yet started as a turn. */
   queuedMessages: number;
-  /** Approvals and rejections accepted and not yet applied by a worker. */
+  /** Approvals, rejections and attention resolutions accepted and not yet applied by a worker. */
   unappliedDecisions: number;
   usage: Usage;
   version: number;

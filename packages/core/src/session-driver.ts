@@ -25,6 +25,7 @@ import type { RunModelResult } from "./runner.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
 import type { Lease, SessionStore } from "./store.js";
 import { loadStoredSession } from "./stored-session.js";
+import { runReconcileAttempt } from "./reconcile-step.js";
 import { modelAttemptFailed, runToolAttempt } from "./tool-step.js";
 import { TurnSignals } from "./turn-signals.js";
 
@@ -209,6 +210,7 @@ class SessionDriver {
     this.turnSignals.abortEnded(this.head);
     for (const step of t.due.steps) {
       if (step.kind === "RunModel") this.launchModel(step);
+      else if (step.kind === "ReconcileCall") this.launchReconcile(step);
       else this.launchTool(step);
     }
   }
@@ -336,8 +338,25 @@ class SessionDriver {
     this.track(task);
   }
 
+  /** Runs one attempt of a check of a call in doubt (never the tool); its start was just committed. */
+  private launchReconcile(step: Extract<DueStep, { kind: "ReconcileCall" }>): void {
+    const { turnId, toolCallId, attempt } = step;
+    const call = currentCalls(this.head.turn!).find((c) => c.toolCallId === toolCallId)!;
+    const task = (async () => {
+      const input = await runReconcileAttempt(this.definition, {
+        sessionId: this.sessionId,
+        turnId,
+        call,
+        attempt,
+        signal: this.options.signal,
+      });
+      return { input, events: [] };
+    })();
+    this.track(task);
+  }
+
   /** Runs one attempt of a tool call; the machine started it and its start was just committed. */
-  private launchTool(step: Exclude<DueStep, { kind: "RunModel" }>): void {
+  private launchTool(step: Extract<DueStep, { kind: "CallTool" | "CallSingleAttemptTool" }>): void {
     const { turnId, toolCallId, attempt } = step;
     const call = currentCalls(this.head.turn!).find((c) => c.toolCallId === toolCallId)!;
     const signal = this.stepSignal(turnId);

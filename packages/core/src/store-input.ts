@@ -72,10 +72,11 @@ function checkEvents(events: readonly EventBody[]): readonly EventBody[] {
 
 export function checkInboxEntry(entry: InboxEntry): void {
   const kind: unknown = entry?.kind;
-  if (kind !== "message" && kind !== "resolution" && kind !== "cancel" && kind !== "steer") {
-    throw new InvalidInputError("an inbox entry is a message, a resolution, a cancellation or a steered message", [
-      "entry.kind",
-    ]);
+  if (kind !== "message" && kind !== "resolution" && kind !== "cancel" && kind !== "steer" && kind !== "attention") {
+    throw new InvalidInputError(
+      "an inbox entry is a message, a resolution, a cancellation, a steered message or an attention resolution",
+      ["entry.kind"],
+    );
   }
 }
 

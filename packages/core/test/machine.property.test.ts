@@ -1,9 +1,9 @@
 /**
  * A property-based test of the state machine: random sequences of inputs (inbox entries, redelivered
  * entries, results of started steps, late and duplicate results, results of steps a recovery
- * interrupted, recoveries, ticks, graceful stops, batches, inputs that fit nothing, cancellations
- * and steered messages) never make `apply` or `applyAll` throw, and keep the machine's promises
- * after every transition.
+ * interrupted, recoveries, ticks, graceful stops, batches, inputs that fit nothing, cancellations,
+ * steered messages, checks of calls in doubt and attention resolutions) never make `apply` or
+ * `applyAll` throw, and keep the machine's promises after every transition.
  *
  * Configuration: `FC_NUM_RUNS` runs (default 300) of up to 80 inputs each. Every run draws a new
  * seed; on failure fast-check prints the shrunk counterexample with `{ seed, path }`. Replay it with
@@ -37,7 +37,18 @@ const path = process.env.FC_PATH;
 
 const item = (role: "user" | "note", text: string): HistoryItem => ({ item: { role, text }, display: { role, text } });
 const usage = { modelCalls: 1, inputTokens: 3, outputTokens: 2, totalTokens: 5 };
-const toolNames = ["read_t", "idem_t", "write_t", "unclassified_t", "write_now", "ghost"] as const;
+const toolNames = [
+  "read_t",
+  "idem_t",
+  "write_t",
+  "unclassified_t",
+  "write_now",
+  "write_checked",
+  "idem_checked",
+  "ghost",
+] as const;
+// The machine only needs to know that these policies declare `reconcile`; it never calls it.
+const reconcile = () => ({ status: "unknown" as const });
 const config: MachineConfig = {
   maxModelSteps: 4,
   cancelGraceMs: 1_000,
@@ -51,6 +62,8 @@ const config: MachineConfig = {
     write_t: { effect: "non_idempotent_write" },
     unclassified_t: { effect: "unclassified" },
     write_now: { effect: "non_idempotent_write", needsApproval: false },
+    write_checked: { effect: "non_idempotent_write", needsApproval: false, reconcile },
+    idem_checked: { effect: "idempotent_write", reconcile },
   },
 };
 
@@ -72,6 +85,7 @@ type Action =
   | { kind: "stop"; on: boolean }
   | { kind: "cancel"; pick: number; batch: boolean }
   | { kind: "steer"; batch: boolean }
+  | { kind: "attend"; pick: number; outcome: number; batch: boolean }
   | { kind: "garbage"; pick: number; batch: boolean };
 
 const batch = fc.boolean();
@@ -102,6 +116,10 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("stop" as const), on: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("cancel" as const), pick: fc.nat(), batch }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("steer" as const), batch }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant("attend" as const), pick: fc.nat(), outcome: fc.nat({ max: 5 }), batch }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("garbage" as const), pick: fc.nat(), batch }) },
 );
 
@@ -116,6 +134,9 @@ const garbage: unknown[] = [
   { type: "recover" },
   { type: "model_completed" },
   { type: "call_attempt_failed" },
+  { type: "reconcile_finished", turnId: "turn-1", toolCallId: "r1-id0", attempt: 1, result: null },
+  { type: "reconcile_attempt_failed" },
+  { type: "inbox", item: { seq: 1_000_001, kind: "attention", interruptId: "x", outcome: "maybe", output: null } },
 ];
 
 function deepFreeze<T>(value: T): T {
@@ -148,6 +169,9 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
   const receipts = new Set<string>();
   /** How often each steered text entered the history. */
   const steeredInHistory = new Map<string, number>();
+  /** Interrupts that offered a call again after a check found it not done, and the approvals each call got. */
+  const offeredAgain = new Map<string, string>();
+  const approvedAgain = new Map<string, number>();
 
   const check = (before: SessionHead, inputs: readonly MachineInput[], t: Transition) => {
     const what = inputs.map((i) => (i && typeof i === "object" ? i.type : String(i))).join(", ");
@@ -186,6 +210,22 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
       expect(t.head.inboxCursor).toBe(seq);
       appliedSeqs.add(seq);
     }
+    // Offers again and their approvals first: a call approved again starts in the same transition.
+    for (const event of t.events) {
+      if (event.type === "interrupt_created" && event.data.interrupt.reason !== null) {
+        // Offered again only for a call that a check found not done.
+        const call = t.head.turn?.calls.find((c) => c.toolCallId === event.data.interrupt.toolCallId);
+        expect(call?.reconciled?.found === "not_done" || t.head.turn?.followUp !== null, what).toBe(true);
+        offeredAgain.set(
+          event.data.interrupt.interruptId,
+          `${event.data.interrupt.turnId}/${event.data.interrupt.toolCallId}`,
+        );
+      }
+      if (event.type === "interrupt_resolved" && event.data.approved) {
+        const id = offeredAgain.get(event.data.interruptId);
+        if (id) approvedAgain.set(id, (approvedAgain.get(id) ?? 0) + 1);
+      }
+    }
     // A started step is launched once, and is started in the head it comes with.
     for (const step of t.due.steps) {
       const key = stepKey(step);
@@ -196,12 +236,18 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
       if (step.kind === "CallSingleAttemptTool") {
         const id = `${step.turnId}/${step.toolCallId}`;
         singleAttemptStarts.set(id, (singleAttemptStarts.get(id) ?? 0) + 1);
-        expect(singleAttemptStarts.get(id), `${id} started twice`).toBe(1);
+        expect(singleAttemptStarts.get(id), `${id} started twice`).toBeLessThanOrEqual(
+          1 + (approvedAgain.get(id) ?? 0),
+        );
       }
     }
-    // A single-attempt call is never started twice (whatever its record says elsewhere).
+    // A single-attempt call is never started twice (whatever its record says elsewhere), unless a
+    // check found it not done and a person approved it again.
     for (const turnCall of t.head.turn?.calls ?? []) {
-      if (turnCall.step === "CallSingleAttemptTool") expect(turnCall.attempts, what).toBeLessThanOrEqual(1);
+      if (turnCall.step === "CallSingleAttemptTool")
+        expect(turnCall.attempts, what).toBeLessThanOrEqual(
+          1 + (approvedAgain.get(`${t.head.turn!.turnId}/${turnCall.toolCallId}`) ?? 0),
+        );
     }
     // A turn being cancelled starts nothing; a cancelled turn has one receipt, covering all its calls with final statuses.
     if (before.turn?.phase === "cancelling" && t.head.turn?.turnId === before.turn.turnId) {
@@ -212,11 +258,23 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
     }
     for (const step of t.due.steps) {
       expect(t.head.turn?.turnId, what).toBe(step.turnId);
-      expect(["model", "tools"], `${what}: a step launched for a turn that is not running`).toContain(
-        t.head.turn?.phase,
-      );
+      // A check of a call in doubt also runs while its turn is being cancelled.
+      const phases = step.kind === "ReconcileCall" ? ["tools", "cancelling"] : ["model", "tools"];
+      expect(phases, `${what}: a step launched for a turn that is not running`).toContain(t.head.turn?.phase);
     }
     for (const event of t.events) {
+      // A call a check found done is succeeded, and never runs again (no attempt after it).
+      if (event.type === "call_reconciled" && event.data.found === "done")
+        expect(event.data.status, what).toBe("succeeded");
+      // Every call left outcome_unknown asks a person.
+      if (event.type === "tool_call_completed" && event.data.status === "outcome_unknown") {
+        expect(
+          t.head.pendingInterrupts.some(
+            (i) => i.kind === "attention" && i.toolCallId === event.data.toolCallId && i.turnId === event.data.turnId,
+          ) || t.events.some((e) => e.type === "attention_resolved" && e.data.toolCallId === event.data.toolCallId),
+          `${what}: ${event.data.toolCallId} is unknown without an attention interrupt`,
+        ).toBe(true);
+      }
       if (event.type === "turn_cancelled") {
         expect(receipts.has(event.data.turnId), `${event.data.turnId} has two receipts`).toBe(false);
         receipts.add(event.data.turnId);
@@ -236,7 +294,7 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
     for (const [text, times] of steeredInHistory) expect(times, `${text} entered the history twice`).toBe(1);
     // Every call attempt the transition started is launched (in a batch, a later recovery may have interrupted one).
     const callStarts = t.events.filter((e) => e.type === "step_started" && e.data.step.startsWith("Call")).length;
-    const callLaunches = t.due.steps.filter((s) => s.kind !== "RunModel").length;
+    const callLaunches = t.due.steps.filter((s) => s.kind !== "RunModel" && s.kind !== "ReconcileCall").length;
     if (inputs.length === 1) expect(callStarts, what).toBe(callLaunches);
     else expect(callStarts, what).toBeGreaterThanOrEqual(callLaunches);
   };
@@ -263,7 +321,12 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
     if (inputs.length > 1) for (const i of inputs) if (i?.type === "inbox" && i.item) appliedSeqs.add(i.item.seq);
     delivered.push(
       ...inputs.filter(
-        (i) => i && (i.type === "model_completed" || i.type.startsWith("call") || i.type === "model_attempt_failed"),
+        (i) =>
+          i &&
+          (i.type === "model_completed" ||
+            i.type.startsWith("call") ||
+            i.type.startsWith("reconcile") ||
+            i.type === "model_attempt_failed"),
       ),
     );
     head = deepFreeze(t.head);
@@ -337,6 +400,20 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
                       result: { kind: "final", text: 7 },
                     } as unknown as MachineInput);
           feed(input, a.batch);
+        } else if (step.kind === "ReconcileCall") {
+          const base = { turnId: step.turnId, toolCallId: step.toolCallId, attempt: step.attempt };
+          const choice = a.outcome % 5;
+          const input: MachineInput =
+            choice === 0
+              ? { type: "reconcile_finished", ...base, result: { status: "done", output: "it happened" } }
+              : choice === 1
+                ? { type: "reconcile_finished", ...base, result: { status: "not_done" } }
+                : choice === 2
+                  ? { type: "reconcile_finished", ...base, result: { status: "unknown" } }
+                  : choice === 3
+                    ? { type: "reconcile_attempt_failed", ...base, error: "ledger down" }
+                    : ({ type: "reconcile_finished", ...base, result: { status: "done" } } as unknown as MachineInput);
+          feed(input, a.batch);
         } else {
           const base = { turnId: step.turnId, toolCallId: step.toolCallId, attempt: step.attempt };
           const choice = a.outcome % 5;
@@ -380,6 +457,23 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
         feed({ type: "inbox", item: entry, userItem: item("user", entry.text) }, a.batch);
         break;
       }
+      case "attend": {
+        const attentions = head.pendingInterrupts.filter((i) => i.kind === "attention");
+        const other = head.pendingInterrupts.find((i) => i.kind !== "attention")?.interruptId ?? "turn-1-attention-x";
+        const interruptId =
+          attentions.length > 0 && a.pick % 5 !== 0 ? attentions[a.pick % attentions.length]!.interruptId : other;
+        const outcome = (["done", "not_done", "unknown"] as const)[a.outcome % 3]!;
+        const entry: InboxItem = {
+          seq: nextSeq++,
+          kind: "attention",
+          interruptId,
+          outcome,
+          output: outcome === "done" ? "a person saw it happen" : null,
+        };
+        inbox.push(entry);
+        feed({ type: "inbox", item: entry }, a.batch);
+        break;
+      }
       case "garbage":
         feed(garbage[a.pick % garbage.length] as MachineInput, a.batch);
         break;
@@ -390,6 +484,16 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
   const turn = head.turn;
   if (turn && (turn.phase === "model" || turn.phase === "tools" || turn.phase === "cancelling")) {
     for (const call of currentCalls(turn)) {
+      if (call.status === "reconciling")
+        expect(
+          launched.some(
+            (s) =>
+              s.kind === "ReconcileCall" &&
+              s.turnId === turn.turnId &&
+              s.toolCallId === call.toolCallId &&
+              s.attempt === call.reconcileAttempts,
+          ),
+        ).toBe(true);
       if (call.status === "running")
         expect(
           launched.some(
@@ -421,7 +525,7 @@ describe("the state machine under random inputs", () => {
       fc.property(fc.array(action, { minLength: 40, maxLength: 80, size: "max" }), (actions) => {
         play(actions, stats);
       }),
-      { numRuns: 50, seed: 42 },
+      { numRuns: 100, seed: 42 },
     );
     const reached = [
       "event:turn_completed",
@@ -441,6 +545,11 @@ describe("the state machine under random inputs", () => {
       "launch:RunModel",
       "launch:CallTool",
       "launch:CallSingleAttemptTool",
+      "launch:ReconcileCall",
+      "event:call_reconciled",
+      "event:attention_required",
+      "event:attention_resolved",
+      "ignored:reconcile_finished",
       "ignored:inbox",
       "ignored:model_completed",
       "ignored:call_finished",

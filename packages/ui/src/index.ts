@@ -22,6 +22,7 @@ export {
 export type {
   CallFacts,
   CallFactsLookup,
+  AttentionNotice,
   DurableDataTypes,
   DurableMessageMetadata,
   DurableToolMetadata,

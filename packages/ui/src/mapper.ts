@@ -8,6 +8,7 @@
  */
 import type { FinalCallStatus, SessionEvent } from "@durable-agents/core";
 import type {
+  AttentionNotice,
   CallFacts,
   CallFactsLookup,
   DurableMessageMetadata,
@@ -61,6 +62,8 @@ interface TurnState {
   readonly calls: Map<string, CallState>;
   /** Approvals requested and not resolved (interrupt IDs). */
   readonly approvals: Set<string>;
+  /** Attention interrupts raised in this turn, by interrupt ID. */
+  readonly attentions: Map<string, AttentionNotice>;
   status: DurableTurnStatus;
 }
 
@@ -115,6 +118,31 @@ export class SessionEventMapper {
         const turn = this.#turnOf(event.data.interrupt.turnId);
         return turn ? this.#interruptCreated(turn, event.data.interrupt) : [];
       }
+      case "attention_required": {
+        const { interrupt } = event.data;
+        const turn = this.#turnOf(interrupt.turnId);
+        if (!turn) return [];
+        const notice: AttentionNotice = {
+          interruptId: interrupt.interruptId,
+          turnId: interrupt.turnId,
+          toolCallId: interrupt.toolCallId,
+          toolName: interrupt.toolName,
+          arguments: interrupt.arguments,
+          idempotencyKey: interrupt.idempotencyKey ?? null,
+          reason: interrupt.reason ?? null,
+          status: "pending",
+        };
+        turn.attentions.set(interrupt.interruptId, notice);
+        return [{ type: "data-attention", id: interrupt.interruptId, data: notice }];
+      }
+      case "attention_resolved": {
+        // Shown in place while the interrupt's turn streams; later, the follow-up turn shows it.
+        const notice = this.#turn?.attentions.get(event.data.interruptId);
+        if (!notice) return [];
+        const resolved: AttentionNotice = { ...notice, status: event.data.outcome };
+        this.#turn!.attentions.set(event.data.interruptId, resolved);
+        return [{ type: "data-attention", id: event.data.interruptId, data: resolved }];
+      }
       case "session_recovered":
         return this.#turn ? this.#recovered(this.#turn, event) : [];
       default: {
@@ -145,6 +173,7 @@ export class SessionEventMapper {
       steps: new Map(),
       calls: new Map(),
       approvals: new Set(),
+      attentions: new Map(),
       status: "running",
     };
     const metadata: DurableMessageMetadata = { turnId, userText: text, status: "running", startedAt: at };
@@ -250,6 +279,8 @@ export class SessionEventMapper {
         return `resume-${turn.resumes + 1}`;
       case "AwaitToolApproval":
         return `approval-${toolCallId ?? "?"}`;
+      case "ReconcileCall":
+        return `reconcile-${toolCallId ?? "?"}`;
       default:
         return `call-${toolCallId ?? "?"}`;
     }

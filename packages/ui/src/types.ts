@@ -61,8 +61,26 @@ export interface TimelineStep {
   readonly outcomeText?: string;
 }
 
+/**
+ * An attention interrupt, as the chat shows it: a call whose outcome is unknown, for a person to
+ * check (resolve it with core's `client.resolveAttention`). Updated in place (same part ID, the
+ * interrupt's) when it is resolved while its turn is still streaming; a resolution after the turn
+ * shows as the follow-up turn core starts.
+ */
+export interface AttentionNotice {
+  readonly interruptId: string;
+  readonly turnId: string;
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly arguments: string;
+  readonly idempotencyKey: string | null;
+  /** Why the outcome is unknown. */
+  readonly reason: string | null;
+  readonly status: "pending" | "done" | "not_done" | "unknown";
+}
+
 /** The data part types of a durable session's UI messages. */
-export type DurableDataTypes = { step: TimelineStep };
+export type DurableDataTypes = { step: TimelineStep; attention: AttentionNotice };
 
 /** A UI message of a durable session. */
 export type DurableUIMessage = UIMessage<DurableMessageMetadata, DurableDataTypes>;

@@ -37,6 +37,9 @@ async function assemble(chunks: DurableUIChunk[]): Promise<DurableUIMessage> {
   return last!;
 }
 
+/** The fields an approval interrupt carries besides its call. */
+const approval = { kind: "approval", reason: null, idempotencyKey: null, turnCancelled: false } as const;
+
 const at = (seq: number) => new Date(Date.parse("2026-12-01T10:00:00.000Z") + seq * 10).toISOString();
 
 /** A turn with reasoning, text, two calls (one retried, one approved), a steered message, a failed and retried model step. */
@@ -67,6 +70,7 @@ function completedTurn() {
     type: "interrupt_created",
     data: {
       interrupt: {
+        ...approval,
         interruptId: "i1",
         turnId: "turn-1",
         toolCallId: "c2",
@@ -191,7 +195,14 @@ function cancelledTurn() {
     add({
       type: "interrupt_created",
       data: {
-        interrupt: { interruptId: interrupt, turnId: "turn-3", toolCallId: call, toolName: "x", arguments: "{}" },
+        interrupt: {
+          ...approval,
+          interruptId: interrupt,
+          turnId: "turn-3",
+          toolCallId: call,
+          toolName: "x",
+          arguments: "{}",
+        },
       },
     });
   }
@@ -240,9 +251,135 @@ function cancelledTurn() {
   return events;
 }
 
+/** A refund in doubt after a crash: its check cannot tell; an attention interrupt, resolved while the turn still waits. */
+function attentionTurn() {
+  const { events, add } = eventLog();
+  add({ type: "turn_started", data: { turnId: "turn-1", text: "refund 7" } });
+  add({ type: "step_started", data: { turnId: "turn-1", step: "RunModel", attempt: 1 } });
+  add({ type: "step_completed", data: { turnId: "turn-1", step: "RunModel", status: "completed" } });
+  add({
+    type: "tool_calls_requested",
+    data: {
+      turnId: "turn-1",
+      calls: [
+        { toolCallId: "c1", name: "refund", arguments: '{"order_id":"7"}' },
+        { toolCallId: "c2", name: "cancel_order", arguments: '{"order_id":"8"}' },
+      ],
+    },
+  });
+  add({
+    type: "step_started",
+    data: { turnId: "turn-1", step: "CallSingleAttemptTool", toolCallId: "c1", attempt: 1 },
+  });
+  add({ type: "step_started", data: { turnId: "turn-1", step: "AwaitToolApproval", toolCallId: "c2", attempt: 0 } });
+  add({
+    type: "interrupt_created",
+    data: {
+      interrupt: {
+        ...approval,
+        interruptId: "turn-1-1-2",
+        turnId: "turn-1",
+        toolCallId: "c2",
+        toolName: "cancel_order",
+        arguments: '{"order_id":"8"}',
+      },
+    },
+  });
+  add({
+    type: "session_recovered",
+    data: { fence: 2, calls: [{ toolCallId: "c1", status: "reconcile_pending" }] },
+  });
+  add({
+    type: "step_completed",
+    data: { turnId: "turn-1", step: "CallSingleAttemptTool", toolCallId: "c1", status: "failed", detail: "in doubt" },
+  });
+  add({ type: "step_started", data: { turnId: "turn-1", step: "ReconcileCall", toolCallId: "c1", attempt: 1 } });
+  add({
+    type: "step_completed",
+    data: { turnId: "turn-1", step: "ReconcileCall", toolCallId: "c1", status: "completed", detail: "unknown" },
+  });
+  add({
+    type: "call_reconciled",
+    data: {
+      turnId: "turn-1",
+      toolCallId: "c1",
+      name: "refund",
+      found: "unknown",
+      attempts: 1,
+      status: "outcome_unknown",
+    },
+  });
+  add({
+    type: "tool_call_completed",
+    data: { turnId: "turn-1", toolCallId: "c1", name: "refund", status: "outcome_unknown", text: "unknown" },
+  });
+  const attention = {
+    interruptId: "turn-1-attention-c1",
+    kind: "attention",
+    turnId: "turn-1",
+    toolCallId: "c1",
+    toolName: "refund",
+    arguments: '{"order_id":"7"}',
+    reason: "the worker stopped; a check could not tell",
+    effect: "non_idempotent_write",
+    idempotencyKey: "s1/turn-1/c1",
+    turnCancelled: false,
+  } as const;
+  add({ type: "attention_required", data: { interrupt: attention } });
+  add({
+    type: "attention_resolved",
+    data: {
+      interruptId: attention.interruptId,
+      turnId: "turn-1",
+      toolCallId: "c1",
+      outcome: "done",
+      output: "refunded",
+    },
+  });
+  return events;
+}
+
 describe("the event → UI chunk mapping", () => {
+  it("maps an attention interrupt to a data-attention part, updated in place when it is resolved; a reconcile step has its own timeline entry", async () => {
+    const events = attentionTurn();
+    const mapped = mapAll(events);
+    const of = (type: string) => mapped.filter((m) => m.type === type).flatMap((m) => m.chunks);
+    expect(of("attention_required")).toEqual(["data-attention"]);
+    expect(of("attention_resolved")).toEqual(["data-attention"]);
+    expect(of("call_reconciled")).toEqual([]);
+    const mapper = new SessionEventMapper({ sessionId: "s1", callFacts: facts });
+    const chunks = events.flatMap((event) => mapper.map(event));
+    const message = await assemble(chunks);
+    const attention = message.parts.filter((p) => p.type === "data-attention");
+    expect(attention).toHaveLength(1);
+    expect(attention[0]).toMatchObject({
+      type: "data-attention",
+      id: "turn-1-attention-c1",
+      data: { toolName: "refund", idempotencyKey: "s1/turn-1/c1", status: "done" },
+    });
+    const steps = message.parts.flatMap((p) => (p.type === "data-step" ? [p.data] : []));
+    const reconcile = steps.find((s) => s.kind === "ReconcileCall");
+    expect(reconcile).toMatchObject({ id: "turn-1/reconcile-c1", status: "completed", detail: "unknown" });
+    expect(steps.find((s) => s.id === "turn-1/call-c1")).toMatchObject({
+      kind: "CallSingleAttemptTool",
+      outcome: "outcome_unknown",
+    });
+    // A resolution after its turn ended has nothing to update: the follow-up turn shows it.
+    const late = new SessionEventMapper({ sessionId: "s1", callFacts: facts });
+    for (const event of events.slice(0, -1)) late.map(event);
+    late.map({
+      type: "turn_cancelled",
+      seq: 99,
+      at: at(99),
+      data: { turnId: "turn-1", reason: null, requestId: null, modelCallAborted: false, calls: [] },
+    });
+    expect(late.map({ ...events.at(-1)!, seq: 100 })).toEqual([]);
+  });
+
   it("covers every event type of core's EventBody in these fixtures", () => {
-    const types = new Set([...completedTurn(), ...failedTurn(), ...cancelledTurn()].map((e) => e.type));
+    const types = new Set(
+      [...completedTurn(), ...failedTurn(), ...cancelledTurn(), ...attentionTurn()].map((e) => e.type),
+    );
     const all = EventBody.options.map((option) => option.shape.type.value);
     expect([...types].sort()).toEqual([...all].sort());
   });

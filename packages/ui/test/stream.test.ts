@@ -145,6 +145,23 @@ describe("sessionUIMessageStream", () => {
     });
   });
 
+  it("ends at an approval also when an attention interrupt is pending beside it, and shows the attention", async () => {
+    const { sessionId } = await server.client.startSession({
+      agent,
+      message: 'call send_email {"to":"a@example.com"}\ncall cancel_order {"order_id":"1002"}',
+    });
+    const waiting = await server.client.waitFor(sessionId, (s) => s.pendingInterrupts.length === 2);
+    expect(waiting.pendingInterrupts.map((i) => i.kind).sort()).toEqual(["approval", "attention"]);
+    const started = Date.now();
+    const toApproval = (await streamAfter(sessionId, "0"))!;
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(toApproval.at(-1)).toEqual({ id: null, chunk: { type: "finish", finishReason: "tool-calls" } });
+    const message = await assemble(toApproval.map((f) => f.chunk));
+    expect(message.parts.find((p) => p.type === "data-attention")).toMatchObject({
+      data: { toolName: "send_email", status: "pending" },
+    });
+  });
+
   it("follows a turn live from before it started: a stream opened after a message was accepted waits for its turn", async () => {
     const { sessionId } = await server.client.startSession({ agent });
     const stream = sessionUIMessageStream(server.client, sessionId, { after: "1" });

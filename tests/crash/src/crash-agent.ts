@@ -11,6 +11,13 @@
  * `ToolCancelledError` (it says it changed nothing) and half of the time ignores the signal and
  * finishes (a tool that cannot be interrupted: its real outcome, or `outcome_unknown` once the
  * grace period is over). A stop is recorded as the execution's result `cancelled`.
+ *
+ * Two more tools declare `reconcile` (`idempotent_write_checked`, `non_idempotent_write_checked`):
+ * the same bodies, and a check that reads the execution log by the call's idempotency key, as a
+ * payment provider is asked for the charge with a key. A tool's work counts as done when one of its
+ * executions ended `ok`; the check says `done` (with what that execution returned), `unknown` while an
+ * execution with the key has no end and its worker process is alive (it may still do the work), and
+ * `not_done` otherwise. The check itself fails at random (half the tools' failure rate).
  */
 import { randomInt } from "node:crypto";
 import {
@@ -18,6 +25,7 @@ import {
   defineSession,
   ToolCancelledError,
   ToolExecutionError,
+  type Reconcile,
   type SessionDefinition,
   type ToolEffect,
 } from "@durable-agents/core";
@@ -26,13 +34,32 @@ import type { ExecutionLog, ExecutionResult } from "./execution-log.js";
 
 export const CRASH_AGENT = "crash-agent";
 
-/** The tools, their effect, and whether a person must approve each call. */
+/**
+ * The tools, their effect, whether a person must approve each call, the executions one round of
+ * attempts allows, and whether the policy declares `reconcile` (a call found not done gets another
+ * round: an `idempotent_write` at once, a single-attempt call after a new approval).
+ */
 export const crashTools = {
-  read: { effect: "read", needsApproval: false, maxExecutions: 3 },
-  idempotent_write: { effect: "idempotent_write", needsApproval: false, maxExecutions: 3 },
-  non_idempotent_write: { effect: "non_idempotent_write", needsApproval: true, maxExecutions: 1 },
-  non_idempotent_write_auto: { effect: "non_idempotent_write", needsApproval: false, maxExecutions: 1 },
-} as const satisfies Record<string, { effect: ToolEffect; needsApproval: boolean; maxExecutions: number }>;
+  read: { effect: "read", needsApproval: false, maxExecutions: 3, reconcile: false },
+  idempotent_write: { effect: "idempotent_write", needsApproval: false, maxExecutions: 3, reconcile: false },
+  non_idempotent_write: { effect: "non_idempotent_write", needsApproval: true, maxExecutions: 1, reconcile: false },
+  non_idempotent_write_auto: {
+    effect: "non_idempotent_write",
+    needsApproval: false,
+    maxExecutions: 1,
+    reconcile: false,
+  },
+  idempotent_write_checked: { effect: "idempotent_write", needsApproval: false, maxExecutions: 3, reconcile: true },
+  non_idempotent_write_checked: {
+    effect: "non_idempotent_write",
+    needsApproval: false,
+    maxExecutions: 1,
+    reconcile: true,
+  },
+} as const satisfies Record<
+  string,
+  { effect: ToolEffect; needsApproval: boolean; maxExecutions: number; reconcile: boolean }
+>;
 
 export type CrashToolName = keyof typeof crashTools;
 export const crashToolNames = Object.keys(crashTools) as CrashToolName[];
@@ -69,6 +96,33 @@ function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promis
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The text a tool returns when its attempt ends `ok` (a check that finds it done says the same). */
+export const toolOutput = (name: string, key: unknown, attempt: number) =>
+  `${name} ${String(key)} done on attempt ${attempt}`;
+
+/** Whether a worker process is alive (an execution of a dead worker will never do its work). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** The check of a tool with `reconcile`: reads the execution log by the call's idempotency key. */
+function crashReconcile(name: CrashToolName, options: CrashAgentOptions): Reconcile {
+  const failureRate = options.failureRate ?? 0.2;
+  return async ({ idempotencyKey, arguments: args }) => {
+    if (Math.random() < failureRate / 2) throw new Error(`the execution log did not answer the check of ${name}`);
+    const runs = await options.executions.ofKey(idempotencyKey);
+    const ok = runs.find((run) => run.result === "ok");
+    if (ok) return { status: "done", output: toolOutput(name, (args as { key?: unknown }).key, ok.attempt) };
+    if (runs.some((run) => run.finishedAt === null && alive(run.workerPid))) return { status: "unknown" };
+    return { status: "not_done" };
+  };
+}
 
 function crashTool(name: CrashToolName, options: CrashAgentOptions): ConformanceTool {
   const failureRate = options.failureRate ?? 0.2;
@@ -119,7 +173,7 @@ function crashTool(name: CrashToolName, options: CrashAgentOptions): Conformance
       await options.executions.finish(id, Date.now(), result);
       if (result === "tool_error") throw new ToolExecutionError(`${name} refused key ${String(args.key)}`);
       if (result === "error") throw new Error(`${name} failed on attempt ${call.attempt} (injected)`);
-      return `${name} ${String(args.key)} done on attempt ${call.attempt}`;
+      return toolOutput(name, args.key, call.attempt);
     },
   };
 }
@@ -136,6 +190,15 @@ export function crashAgent(options: CrashAgentOptions): SessionDefinition {
       // Needs approval by default (the policy table's default for its effect).
       non_idempotent_write: { effect: "non_idempotent_write" },
       non_idempotent_write_auto: { effect: "non_idempotent_write", needsApproval: false },
+      idempotent_write_checked: {
+        effect: "idempotent_write",
+        reconcile: crashReconcile("idempotent_write_checked", options),
+      },
+      non_idempotent_write_checked: {
+        effect: "non_idempotent_write",
+        needsApproval: false,
+        reconcile: crashReconcile("non_idempotent_write_checked", options),
+      },
     },
     modelRetry: { initialDelayMs: 50, maxDelayMs: 200 },
     toolBackoff: { initialDelayMs: 20, maxDelayMs: 200 },

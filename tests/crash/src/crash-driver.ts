@@ -432,13 +432,21 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
   }
 
   // --- Decisions -----------------------------------------------------------------------------
-  async function decide(sessionId: string, interruptId: string, turnId: string, args: string): Promise<void> {
+  async function decide(
+    sessionId: string,
+    interruptId: string,
+    turnId: string,
+    args: string,
+    offeredAgain = false,
+  ): Promise<void> {
     let decision: unknown;
     try {
       decision = (JSON.parse(args) as { decision?: unknown }).decision;
     } catch {
       decision = undefined;
     }
+    // A call a check found not done, offered again (the interrupt says why): the driver approves it.
+    if (offeredAgain) decision = "approve";
     if (decision !== "approve" && decision !== "reject") {
       violations.push(
         `${sessionId}: interrupt ${interruptId} is for a call the driver did not plan to need approval (${args})`,
@@ -499,7 +507,13 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
       background.push(
         planned?.when === "approval"
           ? decideLate(tracker, interrupt.interruptId, interrupt.turnId, interrupt.arguments, planned)
-          : decide(tracker.plan.sessionId, interrupt.interruptId, interrupt.turnId, interrupt.arguments),
+          : decide(
+              tracker.plan.sessionId,
+              interrupt.interruptId,
+              interrupt.turnId,
+              interrupt.arguments,
+              interrupt.reason !== null,
+            ),
       );
     } else if (event.type === "turn_completed" || event.type === "turn_failed" || event.type === "turn_cancelled") {
       tracker.ended.add(turnNumber(event.data.turnId));

@@ -40,6 +40,8 @@ export interface ExecutionLog {
   /** Writes one execution's start (committed before it returns); returns its row ID for `finish`. */
   start(start: ExecutionStart): Promise<number>;
   finish(id: number, finishedAt: number, result: ExecutionResult): Promise<void>;
+  /** The executions under one idempotency key, in order: what a tool's `reconcile` reads. */
+  ofKey(idempotencyKey: string): Promise<ExecutionRow[]>;
 }
 
 /** The execution log in PostgreSQL's `tool_executions`, through `pool`. */
@@ -47,6 +49,10 @@ export function postgresExecutionLog(pool: pg.Pool): ExecutionLog {
   return {
     start: (start) => recordStart(pool, start),
     finish: (id, finishedAt, result) => recordFinish(pool, id, finishedAt, result),
+    ofKey: async (key) => {
+      const result = await pool.query(`SELECT * FROM ${EXECUTION_TABLE} WHERE idempotency_key = $1 ORDER BY id`, [key]);
+      return result.rows.map(executionRow);
+    },
   };
 }
 
@@ -107,17 +113,22 @@ export async function recordFinish(
 
 export async function readExecutions(pool: pg.Pool): Promise<ExecutionRow[]> {
   const result = await pool.query(`SELECT * FROM ${EXECUTION_TABLE} ORDER BY id`);
-  return result.rows.map((row) => ({
+  return result.rows.map(executionRow);
+}
+
+/** One row of `tool_executions` as read from either database. */
+export function executionRow(row: Record<string, unknown>): ExecutionRow {
+  return {
     id: Number(row.id),
-    sessionId: row.session_id,
-    turnId: row.turn_id,
-    tool: row.tool,
-    toolCallId: row.tool_call_id,
-    idempotencyKey: row.idempotency_key,
+    sessionId: String(row.session_id),
+    turnId: String(row.turn_id),
+    tool: String(row.tool),
+    toolCallId: String(row.tool_call_id),
+    idempotencyKey: String(row.idempotency_key),
     attempt: Number(row.attempt),
     workerPid: Number(row.worker_pid),
     startedAt: Number(row.started_at),
     finishedAt: row.finished_at === null ? null : Number(row.finished_at),
-    result: row.result,
-  }));
+    result: row.result === null ? null : (String(row.result) as ExecutionResult),
+  };
 }

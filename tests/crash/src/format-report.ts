@@ -30,6 +30,8 @@ export function formatReport(result: CrashRunResult): string {
       `${stats.decisionsAcceptedAfterCancel} decisions accepted after the cancellation and consumed unapplied`,
     `executions per tool: ${list(stats.executionsPerTool)}; calls ${stats.calls}, ${stats.callsRunMoreThanOnce} ran more than once`,
     `outcomes: ${list(stats.outcomes)}`,
+    `reconciliation: checks found ${list(stats.reconciled)}; single-attempt calls offered again ${stats.offeredAgain}, ` +
+      `run again after the new approval ${stats.rerunAfterApproval}; attention interrupts raised ${stats.attentionRaised}`,
     `executions per worker: ${perWorker.length} workers, ${perWorker.join("/")}; sessions on several workers ${stats.sessionsOnSeveralWorkers}; ` +
       `executions without a recorded end ${stats.executionsWithoutEnd}`,
     `client calls retried while the database was away ${counts.transientClientErrors}; worker error lines: ${list(counts.workerErrors)}`,

@@ -88,6 +88,13 @@ export interface InvariantStats {
   interruptsCancelled: number;
   /** Decisions accepted after their turn's cancellation was, and consumed without effect. */
   decisionsAcceptedAfterCancel: number;
+  /** Checks (`call_reconciled`) by what they found. */
+  reconciled: Record<string, number>;
+  /** Single-attempt calls a check found not done that were offered again, and of them those approved and run again. */
+  offeredAgain: number;
+  rerunAfterApproval: number;
+  /** Attention interrupts raised (calls left `outcome_unknown`); the driver resolves none. */
+  attentionRaised: number;
 }
 
 export interface InvariantReport {
@@ -103,6 +110,12 @@ interface CallState {
   status: string | null;
   /** The outcome as the model is told it. */
   outcomeText: string | null;
+  /** What each check of the call found (`call_reconciled`), with its commit time. */
+  readonly checks: { found: string; at: number }[];
+  /** When each interrupt that offered the call again (after a check found it not done) was approved. */
+  readonly approvedAgainAt: number[];
+  /** Attention interrupts raised for the call. */
+  attentions: number;
 }
 
 interface ReceiptCall {
@@ -136,7 +149,9 @@ interface TurnState {
 interface Walk {
   turns: TurnState[];
   calls: Map<string, CallState>;
-  interrupts: Map<string, { toolCallId: string; arguments: string; resolved: boolean[] }>;
+  interrupts: Map<string, { toolCallId: string; arguments: string; resolved: boolean[]; offeredAgain: boolean }>;
+  /** Attention interrupts raised, by interrupt ID: the call each names. */
+  attentions: Map<string, string>;
   recoveries: number;
   /** Calls a taking-over worker found running and declared `outcome_unknown`. */
   recoveredUnknown: Set<string>;
@@ -167,7 +182,24 @@ const allowedOutcomes: Record<CrashToolName, readonly string[]> = {
   idempotent_write: ["succeeded", "outcome_unknown"],
   non_idempotent_write: ["succeeded", "failed", "outcome_unknown", "rejected"],
   non_idempotent_write_auto: ["succeeded", "failed", "outcome_unknown"],
+  // `failed`: a check found it not done twice (it had already run again once).
+  idempotent_write_checked: ["succeeded", "outcome_unknown", "failed"],
+  non_idempotent_write_checked: ["succeeded", "failed", "outcome_unknown"],
 };
+
+/**
+ * The attempts a call may have started so far: one round of its effect's attempts, and one more
+ * round for each time a check found it not done (an `idempotent_write`) or for each approval of the
+ * call offered again (a single-attempt call).
+ */
+function maxAttempts(call: CallState): number {
+  const tool = crashTools[call.name as CrashToolName];
+  if (!tool) return 1;
+  if (!tool.reconcile) return tool.maxExecutions;
+  const rounds =
+    tool.maxExecutions === 1 ? call.approvedAgainAt.length : call.checks.filter((c) => c.found === "not_done").length;
+  return tool.maxExecutions * (1 + rounds);
+}
 
 /** What a call that never started (no committed attempt, no execution) may end as. */
 const neverStartedOutcomes = ["cancelled", "rejected", "failed"];
@@ -184,6 +216,7 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
     turns: [],
     calls: new Map(),
     interrupts: new Map(),
+    attentions: new Map(),
     recoveries: 0,
     recoveredUnknown: new Set(),
     receipts: new Map(),
@@ -237,6 +270,9 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
             attempts: [],
             status: null,
             outcomeText: null,
+            checks: [],
+            approvedAgainAt: [],
+            attentions: 0,
           });
           open?.calls.push(call.toolCallId);
         }
@@ -257,7 +293,7 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
         const expected = call.attempts.length + 1;
         if (data.attempt !== expected)
           bad(event, `starts attempt ${String(data.attempt)} of call ${id}, expected ${expected}`);
-        const max = crashTools[call.name as CrashToolName]?.maxExecutions ?? 1;
+        const max = maxAttempts(call);
         if (Number(data.attempt) > max)
           bad(event, `starts attempt ${String(data.attempt)} of ${call.name} call ${id}, over its ${max}`);
         call.attempts.push(Number(data.attempt));
@@ -276,20 +312,58 @@ function walkEvents(sessionId: string, events: readonly StoredEvent[], violation
         break;
       }
       case "interrupt_created": {
-        const interrupt = data.interrupt as { interruptId: string; toolCallId: string; arguments: string };
+        const interrupt = data.interrupt as {
+          interruptId: string;
+          toolCallId: string;
+          arguments: string;
+          reason?: string | null;
+        };
         if (walk.interrupts.has(interrupt.interruptId))
           bad(event, `creates interrupt ${interrupt.interruptId} a second time`);
+        const offeredAgain = (interrupt.reason ?? null) !== null;
+        const call = walk.calls.get(interrupt.toolCallId);
+        // A call is offered again only after a check of it found it not done.
+        if (offeredAgain && call?.checks.at(-1)?.found !== "not_done")
+          bad(event, `offers call ${interrupt.toolCallId} again, but no check of it found it not done`);
         walk.interrupts.set(interrupt.interruptId, {
           toolCallId: interrupt.toolCallId,
           arguments: interrupt.arguments,
           resolved: [],
+          offeredAgain,
         });
         break;
       }
       case "interrupt_resolved": {
         const interrupt = walk.interrupts.get(String(data.interruptId));
         if (!interrupt) bad(event, `resolves interrupt ${String(data.interruptId)}, which was never created`);
-        else interrupt.resolved.push(Boolean(data.approved));
+        else {
+          interrupt.resolved.push(Boolean(data.approved));
+          if (interrupt.offeredAgain && data.approved)
+            walk.calls.get(interrupt.toolCallId)?.approvedAgainAt.push(event.at);
+        }
+        break;
+      }
+      case "call_reconciled": {
+        const id = String(data.toolCallId);
+        const call = walk.calls.get(id);
+        if (!call) bad(event, `reconciles call ${id}, which no model response requested`);
+        else if (!crashTools[call.name as CrashToolName]?.reconcile)
+          bad(event, `reconciles ${call.name} call ${id}, whose policy declares no reconcile`);
+        else if (call.status !== null) bad(event, `reconciles call ${id} after its outcome (${call.status})`);
+        else call.checks.push({ found: String(data.found), at: event.at });
+        break;
+      }
+      case "attention_required": {
+        const interrupt = data.interrupt as { interruptId: string; toolCallId: string; kind: string };
+        const call = walk.calls.get(interrupt.toolCallId);
+        if (interrupt.kind !== "attention") bad(event, `raises ${interrupt.interruptId} as ${interrupt.kind}`);
+        if (walk.attentions.has(interrupt.interruptId))
+          bad(event, `raises attention ${interrupt.interruptId} a second time`);
+        // Raised with the call's outcome_unknown, in the same transition (right after it).
+        if (call?.status !== "outcome_unknown")
+          bad(event, `raises attention for call ${interrupt.toolCallId}, which is ${call?.status ?? "unknown"}`);
+        else call.attentions += 1;
+        walk.attentions.set(interrupt.interruptId, interrupt.toolCallId);
         break;
       }
       case "turn_completed":
@@ -418,6 +492,10 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
     executionsStopped: 0,
     interruptsCancelled: 0,
     decisionsAcceptedAfterCancel: 0,
+    reconciled: {},
+    offeredAgain: 0,
+    rerunAfterApproval: 0,
+    attentionRaised: 0,
   };
   const bump = (record: Record<string, number>, key: string) => {
     record[key] = (record[key] ?? 0) + 1;
@@ -546,8 +624,19 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
     const head = row.head;
     if (head.status !== "idle") violations.push(`${id}: ends ${head.status}, not idle`);
     if (head.queue.length > 0) violations.push(`${id}: ${head.queue.length} message(s) still queued`);
-    if (head.pendingInterrupts.length > 0)
-      violations.push(`${id}: ${head.pendingInterrupts.length} interrupt(s) still pending`);
+    // No approval is left pending; an attention interrupt is, for each call left outcome_unknown
+    // (the driver resolves none), and for nothing else.
+    const approvalsPending = head.pendingInterrupts.filter((i) => (i.kind ?? "approval") === "approval");
+    if (approvalsPending.length > 0) violations.push(`${id}: ${approvalsPending.length} approval(s) still pending`);
+    const attentionsPending = head.pendingInterrupts
+      .filter((i) => i.kind === "attention")
+      .map((i) => i.interruptId)
+      .sort();
+    if (attentionsPending.join(",") !== [...walk.attentions.keys()].sort().join(","))
+      violations.push(
+        `${id}: attention interrupts pending [${attentionsPending.join(", ")}], raised [${[...walk.attentions.keys()].join(", ")}]`,
+      );
+    stats.attentionRaised += walk.attentions.size;
     if (row.inboxCursor !== row.lastInboxSeq || head.inboxCursor !== row.lastInboxSeq) {
       violations.push(
         `${id}: inbox applied up to ${row.inboxCursor} (head ${head.inboxCursor}) of ${row.lastInboxSeq}`,
@@ -636,7 +725,8 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
         violations.push(`${id}: the inbox resolves ${interruptId}, which was never created`);
     }
     for (const [interruptId, interrupt] of walk.interrupts) {
-      const expected = decisionOf(interrupt.arguments) === "approve";
+      // The driver approves every call offered again.
+      const expected = interrupt.offeredAgain || decisionOf(interrupt.arguments) === "approve";
       const decisions = resolutions.get(interruptId) ?? [];
       const call = walk.calls.get(interrupt.toolCallId);
       if (interrupt.resolved.length === 0 && call?.status === "cancelled") {
@@ -719,6 +809,13 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
           `${id}: ${tool} call ${callId} ended ${status}, which its effect cannot give${status === "cancelled" ? " outside a cancelled turn" : ""}`,
         );
       }
+      // Every call left outcome_unknown raised one attention interrupt; no other call raised one.
+      if (call.attentions !== (status === "outcome_unknown" ? 1 : 0))
+        violations.push(
+          `${id}: ${tool} call ${callId} ended ${status} and raised ${call.attentions} attention interrupt(s)`,
+        );
+      for (const check of call.checks) bump(stats.reconciled, check.found);
+      const foundNotDone = call.checks.some((check) => check.found === "not_done");
       const decision = decisionOf(call.arguments);
       if (decision === "reject" && status !== "rejected" && !(cancelledTurn && status === "cancelled"))
         violations.push(`${id}: rejected call ${callId} ended ${status}`);
@@ -726,10 +823,39 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
         violations.push(`${id}: call ${callId} was rejected without a rejection`);
       const runs = byCall.get(callId) ?? [];
       if (runs.length > 1) stats.callsRunMoreThanOnce += 1;
-      const max = crashTools[tool]?.maxExecutions ?? 1;
+      const max = maxAttempts(call);
+      const singleAttempt = (crashTools[tool]?.maxExecutions ?? 1) === 1;
       if (runs.length > max) {
-        const what = max === 1 ? "single-attempt call" : `${tool} call`;
+        const what = singleAttempt ? "single-attempt call" : `${tool} call`;
         violations.push(`${id}: ${what} ${callId} executed ${runs.length} times (at most ${max})`);
+      }
+      // Reconciliation: a call a check found done is never executed again, and is succeeded.
+      const done = call.checks.find((check) => check.found === "done");
+      if (done) {
+        if (status !== "succeeded") violations.push(`${id}: call ${callId} was found done, yet ended ${status}`);
+        for (const run of runs) {
+          if (run.startedAt > done.at)
+            violations.push(
+              `${id}: call ${callId} was reconciled done at ${done.at}, yet attempt ${run.attempt} started at ${run.startedAt}`,
+            );
+        }
+        if (!runs.some((run) => run.result === "ok"))
+          violations.push(`${id}: call ${callId} was found done, but none of its executions ended ok`);
+      }
+      // A single-attempt call found not done runs again only after a new approval: its n-th execution
+      // (n > 1) started after the (n-1)-th approval of the call offered again.
+      if (singleAttempt && crashTools[tool]?.reconcile) {
+        const offered = [...walk.interrupts.values()].filter((i) => i.toolCallId === callId && i.offeredAgain);
+        stats.offeredAgain += offered.length;
+        const sorted = [...runs].sort((a, b) => a.startedAt - b.startedAt);
+        sorted.slice(1).forEach((run, index) => {
+          const approvedAt = call.approvedAgainAt[index];
+          if (approvedAt === undefined || run.startedAt < approvedAt)
+            violations.push(
+              `${id}: single-attempt call ${callId} ran again (attempt ${run.attempt}) without a new approval before it`,
+            );
+          else stats.rerunAfterApproval += 1;
+        });
       }
       if (status === "rejected" && runs.length > 0)
         violations.push(`${id}: rejected call ${callId} executed ${runs.length} time(s)`);
@@ -744,7 +870,8 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
           violations.push(`${id}: call ${callId} of ${call.turnId} ran as ${run.tool} in ${run.turnId}`);
         }
       }
-      if (tool === "idempotent_write") {
+      // Every execution of a write saw the call's one key (also a rerun after a check found it not done).
+      if (tool !== "read") {
         const expectedKey = idempotencyKey(id, call.turnId, callId);
         const seen = new Set(runs.map((run) => run.idempotencyKey));
         if (seen.size > 1 || (seen.size === 1 && !seen.has(expectedKey))) {
@@ -756,7 +883,8 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
       // The recorded outcome is what the tool did: a success is the last started attempt's success.
       const last = call.attempts.at(-1);
       const lastRun = runs.find((run) => run.attempt === last);
-      if (status === "succeeded" && lastRun?.result !== "ok") {
+      // (Or, for a call a check found done, an earlier attempt's success.)
+      if (status === "succeeded" && lastRun?.result !== "ok" && !(done && runs.some((run) => run.result === "ok"))) {
         violations.push(
           `${id}: call ${callId} is recorded succeeded, but its attempt ${last} ${lastRun ? `ended ${lastRun.result}` : "never ran"}`,
         );
@@ -766,7 +894,8 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
       if (
         lastRun?.result === "tool_error" &&
         status !== "failed" &&
-        !(status === "outcome_unknown" && (walk.recoveredUnknown.has(callId) || cancelledTurn))
+        !(status === "outcome_unknown" && (walk.recoveredUnknown.has(callId) || cancelledTurn)) &&
+        !(foundNotDone && status === "cancelled" && cancelledTurn)
       ) {
         violations.push(`${id}: call ${callId} refused with a ToolExecutionError, but is recorded ${status}`);
       }
@@ -774,10 +903,15 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
       // failed with its turn; nothing else.
       if (status !== null && call.attempts.length === 0 && runs.length === 0 && !neverStartedOutcomes.includes(status))
         violations.push(`${id}: call ${callId} never started, yet ended ${status}`);
-      const singleAttempt = max === 1;
       // A single-attempt call that executed is `cancelled` only when the tool said it changed nothing
-      // (ToolCancelledError, recorded as the execution's result `cancelled`).
-      if (singleAttempt && status === "cancelled" && runs.length > 0 && runs.some((run) => run.result !== "cancelled"))
+      // (ToolCancelledError, recorded as the execution's result `cancelled`), or a check found it not done.
+      if (
+        singleAttempt &&
+        status === "cancelled" &&
+        runs.length > 0 &&
+        runs.some((run) => run.result !== "cancelled") &&
+        !foundNotDone
+      )
         violations.push(
           `${id}: single-attempt call ${callId} executed (${runs.map((run) => run.result ?? "no end").join(", ")}) but is recorded cancelled`,
         );
@@ -787,7 +921,8 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
         singleAttempt &&
         runs.some((run) => run.result === "cancelled") &&
         status !== "cancelled" &&
-        status !== "outcome_unknown"
+        status !== "outcome_unknown" &&
+        !foundNotDone
       )
         violations.push(
           `${id}: single-attempt call ${callId} stopped on its signal (ToolCancelledError), but is recorded ${status}`,

@@ -91,6 +91,8 @@ const toolMix: readonly CrashToolName[] = [
   "non_idempotent_write",
   "non_idempotent_write_auto",
   "non_idempotent_write_auto",
+  "idempotent_write_checked",
+  "non_idempotent_write_checked",
 ];
 
 export function planSessions(options: PlanOptions): PlannedSession[] {

@@ -8,6 +8,7 @@
 import { DatabaseSync } from "node:sqlite";
 import {
   EXECUTION_TABLE,
+  executionRow,
   startColumns,
   type ExecutionLog,
   type ExecutionResult,
@@ -55,6 +56,7 @@ INSERT INTO ${EXECUTION_TABLE}
   (session_id, turn_id, tool, tool_call_id, idempotency_key, attempt, worker_pid, started_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`);
   const update = db.prepare(`UPDATE ${EXECUTION_TABLE} SET finished_at = ?, result = ? WHERE id = ?`);
+  const ofKey = db.prepare(`SELECT * FROM ${EXECUTION_TABLE} WHERE idempotency_key = ? ORDER BY id`);
   return {
     db,
     async start(start) {
@@ -63,6 +65,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`);
     },
     async finish(id: number, finishedAt: number, result: ExecutionResult) {
       update.run(finishedAt, result, id);
+    },
+    async ofKey(key: string) {
+      return (ofKey.all(key) as Record<string, unknown>[]).map(executionRow);
     },
     close: () => db.close(),
   };
@@ -87,19 +92,7 @@ export function readSqliteExecutions(path: string): ExecutionRow[] {
   const db = open(path, { readOnly: true });
   try {
     const rows = db.prepare(`SELECT * FROM ${EXECUTION_TABLE} ORDER BY id`).all() as Record<string, unknown>[];
-    return rows.map((row) => ({
-      id: Number(row.id),
-      sessionId: String(row.session_id),
-      turnId: String(row.turn_id),
-      tool: String(row.tool),
-      toolCallId: String(row.tool_call_id),
-      idempotencyKey: String(row.idempotency_key),
-      attempt: Number(row.attempt),
-      workerPid: Number(row.worker_pid),
-      startedAt: Number(row.started_at),
-      finishedAt: row.finished_at === null ? null : Number(row.finished_at),
-      result: row.result === null ? null : (String(row.result) as ExecutionResult),
-    }));
+    return rows.map(executionRow);
   } finally {
     db.close();
   }

@@ -53,5 +53,13 @@ describe("worker processes killed with SIGKILL", () => {
     expect(result.counts.rejectionsSent).toBeGreaterThan(0);
     expect(result.stats.executionsPerTool.non_idempotent_write).toBeGreaterThan(0);
     expect(result.stats.executionsPerTool.non_idempotent_write_auto).toBeGreaterThan(0);
+    // Reconciliation: the tools with reconcile were checked, and a check that found a call not done
+    // sent it round again (the invariants check that found-done calls never ran again, and that a
+    // single-attempt call ran again only after its new approval).
+    expect(result.stats.executionsPerTool.idempotent_write_checked).toBeGreaterThan(0);
+    expect(result.stats.executionsPerTool.non_idempotent_write_checked).toBeGreaterThan(0);
+    expect(result.stats.reconciled.not_done ?? 0).toBeGreaterThan(0);
+    expect(result.stats.offeredAgain).toBeGreaterThan(0);
+    expect(result.stats.attentionRaised).toBeGreaterThan(0);
   }, 150_000);
 });

@@ -84,6 +84,60 @@ describe("the invariant checks", () => {
     expect(found).toContain("whose start was never committed");
   });
 
+  /** Inserts a `call_reconciled` event for `run`'s call right before the call's outcome (same commit time). */
+  function reconciledBefore(data: RunData, run: { sessionId: string; toolCallId: string }, found: string) {
+    const events = data.events.get(run.sessionId)!;
+    const index = events.findIndex((e) => e.type === "tool_call_completed" && e.data.toolCallId === run.toolCallId);
+    const outcome = events[index]!;
+    events.splice(index, 0, {
+      seq: outcome.seq,
+      at: outcome.at,
+      type: "call_reconciled",
+      data: { turnId: outcome.data.turnId, toolCallId: run.toolCallId, found, attempts: 1, status: "succeeded" },
+    });
+    return outcome;
+  }
+
+  it("find a call reconciled done that was executed again", () => {
+    const data = copy(run.data);
+    const write = execution("idempotent_write_checked");
+    const outcome = reconciledBefore(data, write, "done");
+    data.executions.push({ ...write, id: 1e9, attempt: write.attempt + 1, startedAt: outcome.at + 5 });
+    expect(added(data).join("\n")).toContain(
+      `call ${write.toolCallId} was reconciled done at ${outcome.at}, yet attempt ${write.attempt + 1} started`,
+    );
+  });
+
+  it("find a single-attempt call found not done that ran again without a new approval", () => {
+    const data = copy(run.data);
+    const write = execution("non_idempotent_write_checked");
+    const outcome = reconciledBefore(data, write, "not_done");
+    data.executions.push({ ...write, id: 1e9, attempt: 2, startedAt: outcome.at + 5 });
+    const found = added(data).join("\n");
+    expect(found).toContain(`single-attempt call ${write.toolCallId} ran again (attempt 2) without a new approval`);
+    expect(found).toContain(`single-attempt call ${write.toolCallId} executed 2 times (at most 1)`);
+  });
+
+  it("find an attention interrupt for a call that is not unknown, and one left out", () => {
+    const data = copy(run.data);
+    const write = execution("non_idempotent_write_checked");
+    const events = data.events.get(write.sessionId)!;
+    const index = events.findIndex((e) => e.type === "tool_call_completed" && e.data.toolCallId === write.toolCallId);
+    const outcome = events[index]!;
+    const interrupt = {
+      interruptId: `${String(outcome.data.turnId)}-attention-${write.toolCallId}`,
+      kind: "attention",
+      turnId: outcome.data.turnId,
+      toolCallId: write.toolCallId,
+    };
+    events.splice(index + 1, 0, { seq: outcome.seq, at: outcome.at, type: "attention_required", data: { interrupt } });
+    const found = added(data).join("\n");
+    expect(found).toContain(`raises attention for call ${write.toolCallId}, which is succeeded`);
+    expect(found).toMatch(
+      new RegExp(`${write.sessionId}: attention interrupts pending \\[\\], raised \\[${interrupt.interruptId}\\]`),
+    );
+  });
+
   it("find an idempotent write that saw another key", () => {
     const data = copy(run.data);
     const write = data.executions.find((e) => e.tool === "idempotent_write")!;

@@ -71,5 +71,7 @@ describe("worker processes on one SQLite file, killed with SIGKILL", () => {
     expect(result.counts.rejectionsSent).toBeGreaterThan(0);
     expect(result.stats.executionsPerTool.non_idempotent_write).toBeGreaterThan(0);
     expect(result.stats.executionsPerTool.non_idempotent_write_auto).toBeGreaterThan(0);
+    // The tools with reconcile were checked (the invariants check what the checks led to).
+    expect(Object.values(result.stats.reconciled).reduce((sum, n) => sum + n, 0)).toBeGreaterThan(0);
   }, 150_000);
 });

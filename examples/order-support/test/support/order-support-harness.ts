@@ -9,6 +9,7 @@ import { createAiSdkOrderSupportSession } from "../../src/ai-sdk-order-support-s
 import { createOrderSupportServer } from "../../src/create-order-support-server.js";
 import { OrderSupportDemoModel } from "../../src/demo-model.js";
 import { listen, type Listening } from "../../src/listen.js";
+import type { OrderDesk } from "../../src/order-desk.js";
 import type { OrderSupportFramework } from "../../src/order-support-framework.js";
 import { startOrderSupportRuntime, type OrderSupportRuntime } from "../../src/order-support-runtime.js";
 import { createOrderSupportSession } from "../../src/order-support-session.js";
@@ -49,22 +50,25 @@ export interface HarnessOptions {
   readonly lookUpDelayMs?: number;
   /** What the server gets instead of the runtime's client (for example, the client with an observer around it). */
   readonly serverClient?: (client: OrderSupportClient) => OrderSupportClient;
+  /** What the tools and the checks get instead of the runtime's desk (for example, the desk with faults). */
+  readonly wrapDesk?: (desk: OrderDesk) => OrderDesk;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const tokens = new SessionTokens(`test-key-${randomUUID()}`);
-  const { serverClient, framework, lookUpDelayMs, ...serverOptions } = options;
+  const { serverClient, framework, lookUpDelayMs, wrapDesk, ...serverOptions } = options;
+  const deskOf = (desk: OrderDesk) => (wrapDesk ? wrapDesk(desk) : desk);
   const speed = { chunkSize: 12, chunkDelayMs: 2 };
   const tools = (stopping: AbortSignal) => ({ lookUpDelayMs: lookUpDelayMs ?? 0, stopping });
   const runtime =
     framework === "ai-sdk"
       ? startOrderSupportRuntime({
           session: (desk, { stopping }) =>
-            createAiSdkOrderSupportSession(desk, new OrderSupportAiSdkDemoModel(speed), tools(stopping)),
+            createAiSdkOrderSupportSession(deskOf(desk), new OrderSupportAiSdkDemoModel(speed), tools(stopping)),
         })
       : startOrderSupportRuntime({
           session: (desk, { stopping }) =>
-            createOrderSupportSession(desk, new OrderSupportDemoModel(speed), tools(stopping)),
+            createOrderSupportSession(deskOf(desk), new OrderSupportDemoModel(speed), tools(stopping)),
         });
   const client = serverClient ? serverClient(runtime.client) : runtime.client;
   const app = createOrderSupportServer({ client, tokens, ...serverOptions });

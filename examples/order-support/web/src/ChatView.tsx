@@ -173,6 +173,7 @@ function AssistantMessage({
     .join("\n\n");
   const reasoning = message.parts.filter((p) => p.type === "reasoning").map((p) => p.text);
   const calls = message.parts.filter(isToolPart);
+  const attentions = message.parts.flatMap((p) => (p.type === "data-attention" ? [p.data] : []));
   return (
     <article
       className="message assistant"
@@ -190,6 +191,18 @@ function AssistantMessage({
           <ToolCall key={part.toolCallId} part={part} />
         ),
       )}
+      {attentions.map((notice) => (
+        <p
+          key={notice.interruptId}
+          className="turn-note attention"
+          data-testid="attention-notice"
+          data-status={notice.status}
+        >
+          {notice.status === "pending"
+            ? `Needs attention: the outcome of ${notice.toolName} is unknown (${notice.reason ?? "no result was recorded"}). A person must check it: interrupt ${notice.interruptId}.`
+            : `Attention ${notice.interruptId} resolved: ${notice.status.replace("_", " ")}.`}
+        </p>
+      ))}
       {text ? (
         <p className="answer" data-testid="assistant-text">
           {text}

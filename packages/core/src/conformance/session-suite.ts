@@ -14,7 +14,7 @@ import {
   ToolCancelledError,
   ToolExecutionError,
 } from "../errors.js";
-import type { ToolPolicies } from "../policy.js";
+import type { ToolPolicies, ToolPolicy } from "../policy.js";
 import type { SessionEvent, SessionSnapshot, ToolCallRecord } from "../schemas.js";
 import type { SessionStore } from "../store.js";
 import { currentToolCall } from "../tool-context.js";
@@ -47,6 +47,57 @@ class ToolBox {
   readonly executions: Execution[] = [];
   readonly gates = new Map<string, { promise: Promise<void>; open: () => void }>();
   readonly failuresLeft = new Map<string, number>();
+  /** What the writes with a `reconcile` took effect on, by idempotency key: the service a check reads. */
+  readonly ledger = new Map<string, string>();
+  /** Every check a `reconcile` made, in order. */
+  readonly checks: { tool: string; key: string; attempt: number; found: string }[] = [];
+  /** Gates a write waits at before it takes effect; opened with "go" (it takes effect) or "fail" (it dies first). */
+  readonly writeGates = new Map<string, { promise: Promise<"go" | "fail">; open: (how: "go" | "fail") => void }>();
+
+  writeGate(name: string): (how: "go" | "fail") => void {
+    let resolve!: (how: "go" | "fail") => void;
+    const promise = new Promise<"go" | "fail">((r) => (resolve = r));
+    // Once opened, the gate is gone: a later execution (a rerun) does not wait at it.
+    const open = (how: "go" | "fail") => {
+      this.writeGates.delete(name);
+      resolve(how);
+    };
+    this.writeGates.set(name, { promise, open });
+    return open;
+  }
+
+  /**
+   * A `reconcile` that asks the ledger, as a payment provider is asked for the charge with a key:
+   * `done` with what the write recorded; `unknown` while an execution with this key is still in
+   * flight (the provider says "processing"); otherwise `not_done`. It throws while fewer checks of
+   * this key were made than the call's `failing_checks` argument (the ledger is unreachable).
+   */
+  reconcileFor(tool: string): NonNullable<ToolPolicy["reconcile"]> {
+    return ({ idempotencyKey, arguments: args, attempt }) => {
+      const made = this.checks.filter((c) => c.key === idempotencyKey).length;
+      const failing = Number((args as Record<string, unknown>)?.failing_checks ?? 0);
+      const record = (found: string) => this.checks.push({ tool, key: idempotencyKey, attempt, found });
+      if (made < failing) {
+        record("threw");
+        throw new Error(`the ${tool} ledger is unreachable (check ${made + 1})`);
+      }
+      const entry = this.ledger.get(idempotencyKey);
+      if (entry !== undefined) {
+        record("done");
+        return { status: "done", output: entry };
+      }
+      const inFlight = this.executions.some(
+        (e) => e.tool === tool && e.key === idempotencyKey && e.endedAt === undefined,
+      );
+      record(inFlight ? "unknown" : "not_done");
+      return { status: inFlight ? "unknown" : "not_done" };
+    };
+  }
+
+  /** Executions of `tool` under one idempotency key. */
+  runsOf(tool: string, key: string): Execution[] {
+    return this.executions.filter((e) => e.tool === tool && e.key === key);
+  }
 
   gate(name: string): () => void {
     let open!: () => void;
@@ -155,11 +206,39 @@ class ToolBox {
           throw new ToolCancelledError(`stopped before writing ${String(args.id)}`);
         return `wrote ${String(args.id)}`;
       }),
+      // Reconciliation: writes that record their effect in the ledger their `reconcile` reads.
+      tool("refund", { order_id: "string", failing_checks: "number" }, async (args) => {
+        const key = String(currentToolCall()?.idempotencyKey);
+        const gate = box.writeGates.get(`refund:${String(args.order_id)}`);
+        if (gate && (await gate.promise) === "fail") throw new Error("the refund service dropped the connection");
+        const output = `refunded order ${String(args.order_id)}`;
+        box.ledger.set(key, output);
+        // Past its effect: a call held here and then lost took effect.
+        const after = box.gates.get(`refund-after:${String(args.order_id)}`);
+        if (after) await after.promise;
+        return output;
+      }),
+      tool("transfer", { id: "string", failures: "number" }, (args) => {
+        const key = String(currentToolCall()?.idempotencyKey);
+        const left = box.failuresLeft.get(key) ?? Number(args.failures);
+        box.failuresLeft.set(key, left - 1);
+        if (left > 0) throw new Error(`the bank timed out (${left} failure(s) to go)`);
+        const output = `transferred ${String(args.id)}`;
+        box.ledger.set(key, output);
+        return output;
+      }),
+      tool("post_letter", { to: "string", failures: "number" }, (args) => {
+        const key = String(currentToolCall()?.idempotencyKey);
+        const left = box.failuresLeft.get(key) ?? Number(args.failures);
+        box.failuresLeft.set(key, left - 1);
+        if (left > 0) throw new Error("the post office lost the receipt");
+        return `letter to ${String(args.to)} posted`;
+      }),
     ];
   }
 }
 
-const policies: ToolPolicies = {
+const policiesFor = (box: ToolBox): ToolPolicies => ({
   look_up_order: { effect: "read" },
   cancel_order: { effect: "non_idempotent_write" },
   flaky_read: { effect: "read" },
@@ -171,7 +250,10 @@ const policies: ToolPolicies = {
   finish_write: { effect: "non_idempotent_write", needsApproval: false },
   ignore_write: { effect: "non_idempotent_write", needsApproval: false },
   stop_write: { effect: "unclassified", needsApproval: false },
-};
+  refund: { effect: "non_idempotent_write", needsApproval: false, reconcile: box.reconcileFor("refund") },
+  transfer: { effect: "idempotent_write", reconcile: box.reconcileFor("transfer") },
+  post_letter: { effect: "non_idempotent_write", needsApproval: false },
+});
 
 /** The suite's grace period for calls in flight when a turn is cancelled. */
 const cancelGraceMs = 1_000;
@@ -225,7 +307,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
     const definition = defineSession({
       name: "conformance",
       runner,
-      policies,
+      policies: policiesFor(box),
       modelRetry: { maxAttempts: 3, initialDelayMs: 5, maxDelayMs: 20 },
       toolBackoff: { initialDelayMs: 5, maxDelayMs: 20 },
       cancelGraceMs,
@@ -470,8 +552,15 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       const second = env.startWorker({ leaseTtlMs: 300 });
       const done = await env.client.waitUntilIdle(sessionId);
       box.gates.get("cancel_order")!.open();
-      assert.equal(callOf(done, "cancel_order").status, "outcome_unknown");
+      const unknown = callOf(done, "cancel_order");
+      assert.equal(unknown.status, "outcome_unknown");
+      assert.equal(unknown.reconcileAttempts, 0, "a tool without reconcile is not checked");
       assert.match(done.turn?.finalText ?? "", /cancel_order -> The outcome of this tool call is unknown/);
+      // A person is asked: a durable attention interrupt, with what they need to check.
+      assert.deepEqual(
+        done.pendingInterrupts.map((i) => [i.kind, i.toolName, i.toolCallId, i.idempotencyKey]),
+        [["attention", "cancel_order", unknown.toolCallId, unknown.idempotencyKey]],
+      );
       // Past the points where the call could run again or the dead worker could write: the dead
       // worker's call has returned, its drive has ended, and so has the drive that ended the turn.
       await waitUntil(
@@ -1019,6 +1108,508 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
         () => client.approve(sessionId, interruptId),
         DuplicateResolutionError.isInstance,
       );
+    });
+
+    // Reconciliation: a check before a call is left outcome_unknown, and the attention interrupt after it.
+
+    scenario("a worker dying after a write took effect: its check finds it done; it never runs again", async (box) => {
+      const env = await setup(box, 0);
+      const first = env.startWorker({ leaseTtlMs: 300 });
+      const release = box.gate("refund-after:R1");
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call refund {"order_id":"R1","failing_checks":0}',
+      });
+      await waitUntil("the refund to take effect", () => box.ledger.size === 1);
+      first.crash();
+      const second = env.startWorker({ leaseTtlMs: 300 });
+      const done = await env.client.waitUntilIdle(sessionId);
+      const call = callOf(done, "refund");
+      assert.equal(call.status, "succeeded");
+      assert.equal(call.output, "refunded order R1");
+      assert.deepEqual(call.reconciled, { by: "tool", found: "done" });
+      assert.equal(done.turn?.finalText, "Results: refund -> refunded order R1");
+      assert.deepEqual(done.pendingInterrupts, [], "nobody is asked");
+      assert.deepEqual(
+        box.checks.map((c) => [c.key, c.found]),
+        [[call.idempotencyKey, "done"]],
+      );
+      const events = await env.client.readEvents(sessionId);
+      const reconciled = events.filter((e) => e.type === "call_reconciled");
+      assert.deepEqual(
+        reconciled.map((e) => e.data),
+        [
+          {
+            turnId: "turn-1",
+            toolCallId: call.toolCallId,
+            name: "refund",
+            found: "done",
+            attempts: 1,
+            status: "succeeded",
+          },
+        ],
+      );
+      assert.deepEqual(await turnSteps(env, sessionId, "turn-1"), [
+        "RunModel",
+        "CallSingleAttemptTool",
+        "ReconcileCall",
+        "ResumeTurn",
+        "RunModel",
+      ]);
+      release();
+      await waitUntil(
+        "the dead worker's call to return and both workers' drives to end",
+        () => box.executions.every((e) => e.endedAt !== undefined) && first.drives > 0 && second.drives > 0,
+      );
+      assert.equal(box.count("refund"), 1, "a call reconciled done is never executed again");
+    });
+
+    scenario(
+      "a worker dying before a write took effect: not done, offered again, run only after the approval",
+      async (box) => {
+        const env = await setup(box, 0);
+        const first = env.startWorker({ leaseTtlMs: 300 });
+        const open = box.writeGate("refund:R2");
+        const { sessionId } = await env.client.startSession({
+          agent: "conformance",
+          message: 'call refund {"order_id":"R2","failing_checks":0}',
+        });
+        await waitUntil("the refund to start", () => box.count("refund") === 1);
+        first.crash();
+        // The dead worker's attempt dies without taking effect.
+        open("fail");
+        await waitUntil("the dead attempt to end", () => box.executions.every((e) => e.endedAt !== undefined));
+        env.startWorker({ leaseTtlMs: 300 });
+        const waiting = await env.client.waitUntilIdle(sessionId);
+        assert.equal(waiting.status, "awaiting_approval");
+        const call = callOf(waiting, "refund");
+        assert.equal(call.status, "awaiting_approval");
+        assert.deepEqual(call.reconciled, { by: "tool", found: "not_done" });
+        const [interrupt] = waiting.pendingInterrupts;
+        assert.equal(interrupt?.kind, "approval");
+        assert.equal(interrupt?.toolCallId, call.toolCallId);
+        assert.match(interrupt?.reason ?? "", /did not take effect/);
+        assert.equal(box.count("refund"), 1, "not run again before a person approves");
+        const approvedAt = Date.now();
+        await env.client.approve(sessionId, interrupt!.interruptId);
+        const done = await env.client.waitUntilIdle(sessionId);
+        const after = callOf(done, "refund");
+        assert.equal(after.status, "succeeded");
+        assert.equal(after.attempts, 2);
+        const runs = box.runsOf("refund", call.idempotencyKey!);
+        assert.equal(runs.length, 2, "it ran again, with the same key");
+        assert.ok(runs[1]!.startedAt >= approvedAt, "the second run started after the approval");
+        assert.equal(done.turn?.finalText, "Results: refund -> refunded order R2");
+        assert.deepEqual(await turnSteps(env, sessionId, "turn-1"), [
+          "RunModel",
+          "CallSingleAttemptTool",
+          "ReconcileCall",
+          "AwaitToolApproval:approved",
+          "CallSingleAttemptTool",
+          "ResumeTurn",
+          "RunModel",
+        ]);
+      },
+    );
+
+    scenario(
+      "a worker dying while a write is in flight: the check cannot tell; outcome_unknown and attention",
+      async (box) => {
+        const env = await setup(box, 0);
+        const first = env.startWorker({ leaseTtlMs: 300 });
+        const open = box.writeGate("refund:R3");
+        const { sessionId } = await env.client.startSession({
+          agent: "conformance",
+          message: 'call refund {"order_id":"R3","failing_checks":0}',
+        });
+        await waitUntil("the refund to start", () => box.count("refund") === 1);
+        first.crash();
+        env.startWorker({ leaseTtlMs: 300 });
+        const done = await env.client.waitUntilIdle(sessionId);
+        const call = callOf(done, "refund");
+        assert.equal(call.status, "outcome_unknown");
+        assert.deepEqual(call.reconciled, { by: "tool", found: "unknown" });
+        assert.match(call.message ?? "", /a check could not tell/);
+        assert.match(done.turn?.finalText ?? "", /refund -> The outcome of this tool call is unknown/);
+        assert.match(done.turn?.finalText ?? "", /A person has been asked to check it/);
+        const [attention] = done.pendingInterrupts;
+        assert.equal(done.pendingInterrupts.length, 1);
+        assert.equal(attention?.kind, "attention");
+        assert.equal(attention?.idempotencyKey, call.idempotencyKey);
+        assert.equal(attention?.effect, "non_idempotent_write");
+        const events = await env.client.readEvents(sessionId);
+        assert.deepEqual(
+          events
+            .filter((e) => e.type === "attention_required")
+            .map((e) => e.type === "attention_required" && e.data.interrupt),
+          [attention],
+        );
+        open("fail");
+        await waitUntil("the dead attempt to end", () => box.executions.every((e) => e.endedAt !== undefined));
+        assert.equal(box.count("refund"), 1);
+      },
+    );
+
+    scenario("a check that fails twice, then finds the write done: retried like a read", async (box) => {
+      const env = await setup(box, 0);
+      const first = env.startWorker({ leaseTtlMs: 300 });
+      const release = box.gate("refund-after:R4");
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call refund {"order_id":"R4","failing_checks":2}',
+      });
+      await waitUntil("the refund to take effect", () => box.ledger.size === 1);
+      first.crash();
+      env.startWorker({ leaseTtlMs: 300 });
+      const done = await env.client.waitUntilIdle(sessionId);
+      const call = callOf(done, "refund");
+      assert.equal(call.status, "succeeded");
+      assert.equal(call.reconcileAttempts, 3);
+      assert.deepEqual(
+        box.checks.map((c) => [c.attempt, c.found]),
+        [
+          [1, "threw"],
+          [2, "threw"],
+          [3, "done"],
+        ],
+      );
+      const checks = (await env.client.steps(sessionId)).filter((s) => s.step === "ReconcileCall");
+      assert.deepEqual(
+        checks.map((s) => s.status),
+        ["failed", "failed", "completed"],
+      );
+      const reconciled = (await env.client.readEvents(sessionId)).find((e) => e.type === "call_reconciled");
+      assert.equal(reconciled?.type === "call_reconciled" && reconciled.data.attempts, 3);
+      release();
+      await waitUntil("the dead worker's call to return", () => box.executions.every((e) => e.endedAt !== undefined));
+      assert.equal(box.count("refund"), 1);
+    });
+
+    scenario(
+      "a single attempt that fails ambiguously is checked; three failed checks leave it unknown",
+      async (box) => {
+        const env = await setup(box);
+        box.writeGate("refund:R5")("fail");
+        box.writeGate("refund:R6")("fail");
+        // Opened gates are gone: make the attempts fail through the gate by holding a fresh one open as "fail".
+        const failing = (name: string) => {
+          const gate = { promise: Promise.resolve("fail" as const), open: () => {} };
+          box.writeGates.set(name, gate);
+        };
+        failing("refund:R5");
+        failing("refund:R6");
+        const { sessionId } = await env.client.startSession({
+          agent: "conformance",
+          message: [
+            'call refund {"order_id":"R5","failing_checks":1}',
+            'call refund {"order_id":"R6","failing_checks":3}',
+          ].join("\n"),
+        });
+        const waiting = await env.client.waitFor(
+          sessionId,
+          (s) => s.status === "awaiting_approval" && s.pendingInterrupts.length === 2,
+        );
+        const [r5, r6] = waiting.turn!.calls;
+        assert.equal(r5?.status, "awaiting_approval", "one failed check, then not done: offered again");
+        assert.equal(r5?.reconcileAttempts, 2);
+        assert.equal(r6?.status, "outcome_unknown", "every check failed: unknown");
+        assert.equal(r6?.reconcileAttempts, 3);
+        assert.match(r6?.message ?? "", /its check failed 3 time\(s\)/);
+        assert.deepEqual(
+          waiting.pendingInterrupts.map((i) => [i.kind, i.toolCallId]).sort(),
+          [
+            ["approval", r5!.toolCallId],
+            ["attention", r6!.toolCallId],
+          ].sort(),
+        );
+        assert.equal(box.count("refund"), 2, "each ran once");
+        const approval = waiting.pendingInterrupts.find((i) => i.kind === "approval")!;
+        await env.client.reject(sessionId, approval.interruptId, "Refund it by hand instead.");
+        const done = await env.client.waitUntilIdle(sessionId);
+        assert.equal(callOf(done, "refund").status, "rejected");
+        assert.equal(box.count("refund"), 2, "a rejected retry never runs");
+        assert.match(done.turn?.finalText ?? "", /refund -> Refund it by hand instead\. \| refund -> The outcome/);
+      },
+    );
+
+    scenario("an idempotent write out of attempts: not done, it runs again with the same key (once)", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call transfer {"id":"T1","failures":3}\ncall transfer {"id":"T2","failures":6}',
+      });
+      const done = await env.client.waitUntilIdle(sessionId);
+      const [t1, t2] = done.turn!.calls;
+      assert.equal(t1?.status, "succeeded");
+      assert.equal(t1?.attempts, 4);
+      assert.equal(t1?.output, "transferred T1");
+      assert.deepEqual(t1?.reconciled, { by: "tool", found: "not_done" });
+      assert.equal(t2?.status, "failed");
+      assert.equal(t2?.attempts, 6);
+      assert.match(t2?.message ?? "", /did not take effect, after it had already run again/);
+      for (const call of [t1!, t2!]) {
+        const runs = box.runsOf("transfer", call.idempotencyKey!);
+        assert.equal(runs.length, call.attempts, "every attempt used the call's one key");
+        assert.deepEqual(
+          runs.map((r) => r.attempt),
+          Array.from({ length: call.attempts }, (_, i) => i + 1),
+        );
+      }
+      assert.deepEqual(
+        box.checks.filter((c) => c.key === t2!.idempotencyKey).map((c) => c.found),
+        ["not_done", "not_done"],
+      );
+      assert.deepEqual(done.pendingInterrupts, [], "nothing is left unknown");
+      assert.match(done.turn?.finalText ?? "", /transfer -> transferred T1 \| transfer -> The tool call failed/);
+    });
+
+    scenario("a cancelled write that took effect and outlived the grace period is reconciled done", async (box) => {
+      const env = await setup(box);
+      const release = box.gate("refund-after:R7");
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call refund {"order_id":"R7","failing_checks":0}',
+      });
+      await waitUntil("the refund to take effect", () => box.ledger.size === 1);
+      await env.client.cancelTurn(sessionId);
+      const receipt = await receiptOf(env, sessionId, "turn-1");
+      assert.deepEqual(
+        receipt.calls.map((c) => [c.name, c.status]),
+        [["refund", "succeeded"]],
+      );
+      const done = await env.client.waitUntilIdle(sessionId);
+      assert.deepEqual(callOf(done, "refund").reconciled, { by: "tool", found: "done" });
+      assert.deepEqual(done.pendingInterrupts, []);
+      assert.match(
+        done.messages.at(-1)?.text ?? "",
+        /refund\(\{"order_id":"R7","failing_checks":0\}\): succeeded: refunded order R7/,
+      );
+      release();
+      await waitUntil("the refund to return", () => box.executions.every((e) => e.endedAt !== undefined));
+      assert.equal(box.count("refund"), 1);
+    });
+
+    scenario(
+      "an attention resolved done while its turn waits: the record is succeeded; a follow-up turn tells the model",
+      async (box) => {
+        const env = await setup(box);
+        const { sessionId } = await env.client.startSession({
+          agent: "conformance",
+          message: 'call send_email {"to":"a@example.com"}\ncall cancel_order {"order_id":"9"}',
+        });
+        const waiting = await env.client.waitFor(sessionId, (s) => s.pendingInterrupts.length === 2);
+        const attention = waiting.pendingInterrupts.find((i) => i.kind === "attention")!;
+        const approval = waiting.pendingInterrupts.find((i) => i.kind === "approval")!;
+        assert.equal(attention.toolName, "send_email");
+        await env.client.resolveAttention(sessionId, attention.interruptId, {
+          outcome: "done",
+          output: "the mail log shows it was sent",
+        });
+        const resolved = await env.client.waitFor(sessionId, (s) => s.pendingInterrupts.length === 1);
+        const email = callOf(resolved, "send_email");
+        assert.equal(email.status, "succeeded");
+        assert.equal(email.output, "the mail log shows it was sent");
+        assert.deepEqual(email.reconciled, { by: "person", found: "done" });
+        await env.client.approve(sessionId, approval.interruptId);
+        const done = await env.client.waitFor(sessionId, (s) => s.turnCount === 2 && s.status === "idle");
+        assert.equal(box.count("send_email"), 1, "marking it done runs nothing");
+        const events = await env.client.readEvents(sessionId);
+        const turn1 = events.find((e) => e.type === "turn_completed" && e.data.turnId === "turn-1");
+        assert.equal(
+          turn1?.type === "turn_completed" && turn1.data.text,
+          "Results: send_email -> the mail log shows it was sent | cancel_order -> order 9 is cancelled",
+        );
+        assert.equal(done.turn?.followUp?.interruptId, attention.interruptId);
+        assert.equal(
+          done.turn?.finalText,
+          'You said: [attention resolved] A person checked the tool call send_email({"to":"a@example.com"}) of turn-1, whose outcome was unknown: it took effect. Its result: the mail log shows it was sent',
+        );
+        const resolvedEvents = events.filter((e) => e.type === "attention_resolved");
+        assert.deepEqual(
+          resolvedEvents.map((e) => e.data),
+          [
+            {
+              interruptId: attention.interruptId,
+              turnId: "turn-1",
+              toolCallId: email.toolCallId,
+              outcome: "done",
+              output: "the mail log shows it was sent",
+            },
+          ],
+        );
+        assert.deepEqual(done.pendingInterrupts, []);
+      },
+    );
+
+    scenario(
+      "an attention resolved not done: a single-attempt call is offered again and runs after the approval",
+      async (box) => {
+        const env = await setup(box);
+        const { sessionId } = await env.client.startSession({
+          agent: "conformance",
+          message: 'call post_letter {"to":"B","failures":1}',
+        });
+        const first = await env.client.waitUntilIdle(sessionId);
+        const call = callOf(first, "post_letter");
+        assert.equal(call.status, "outcome_unknown");
+        const [attention] = first.pendingInterrupts;
+        await env.client.resolveAttention(sessionId, attention!.interruptId, { outcome: "not_done" });
+        const waiting = await env.client.waitFor(
+          sessionId,
+          (s) => s.turnCount === 2 && s.status === "awaiting_approval",
+        );
+        const [approval] = waiting.pendingInterrupts;
+        assert.equal(approval?.kind, "approval");
+        assert.equal(approval?.turnId, "turn-2");
+        assert.match(approval?.reason ?? "", /not done/);
+        assert.equal(box.count("post_letter"), 1, "not run again before a person approves");
+        const approvedAt = Date.now();
+        await env.client.approve(sessionId, approval!.interruptId);
+        const done = await env.client.waitFor(sessionId, (s) => s.turnCount === 2 && s.status === "idle");
+        const runs = box.runsOf("post_letter", call.idempotencyKey!);
+        assert.equal(runs.length, 2, "it ran again with the same key");
+        assert.ok(runs[1]!.startedAt >= approvedAt);
+        const rerun = callOf(done, "post_letter");
+        assert.equal(rerun.status, "succeeded");
+        assert.equal(rerun.response, 0);
+        assert.equal(rerun.idempotencyKey, call.idempotencyKey);
+        assert.deepEqual(await turnSteps(env, sessionId, "turn-2"), [
+          "AwaitToolApproval:approved",
+          "CallSingleAttemptTool",
+          "ResumeTurn",
+          "RunModel",
+        ]);
+        assert.match(
+          done.turn?.finalText ?? "",
+          /^You said: \[attention resolved\] A person checked the tool call post_letter\(.*\) of turn-1, whose outcome was unknown: it did not take effect, so it runs again once a person approves it again\. \(also: \[attention resolved\] The tool call post_letter ran again: succeeded: letter to B posted\)$/,
+        );
+      },
+    );
+
+    scenario(
+      "an attention on an idempotent write resolved not done runs it again at once, with its key",
+      async (box) => {
+        const env = await setup(box);
+        const { sessionId } = await env.client.startSession({
+          agent: "conformance",
+          message: 'call charge_card {"amount":7}',
+        });
+        const first = await env.client.waitUntilIdle(sessionId);
+        const call = callOf(first, "charge_card");
+        const [attention] = first.pendingInterrupts;
+        assert.equal(attention?.kind, "attention");
+        await env.client.resolveAttention(sessionId, attention!.interruptId, { outcome: "not_done" });
+        const done = await env.client.waitFor(
+          sessionId,
+          (s) => s.turnCount === 2 && s.status === "idle" && s.pendingInterrupts.length === 1,
+        );
+        assert.equal(box.runsOf("charge_card", call.idempotencyKey!).length, 6, "three more attempts, one key");
+        assert.equal(callOf(done, "charge_card").status, "outcome_unknown");
+        const [again] = done.pendingInterrupts;
+        assert.equal(again?.turnId, "turn-2", "still unknown: a person is asked again");
+        assert.notEqual(again?.interruptId, attention!.interruptId);
+      },
+    );
+
+    scenario("an attention left unknown: nothing runs and no turn starts", async (box) => {
+      const env = await setup(box);
+      const { sessionId } = await env.client.startSession({
+        agent: "conformance",
+        message: 'call send_email {"to":"c@example.com"}',
+      });
+      const first = await env.client.waitUntilIdle(sessionId);
+      const [attention] = first.pendingInterrupts;
+      await env.client.resolveAttention(sessionId, attention!.interruptId, { outcome: "unknown" });
+      const done = await env.client.waitFor(sessionId, (s) => s.pendingInterrupts.length === 0);
+      assert.equal(done.turnCount, 1);
+      const call = callOf(done, "send_email");
+      assert.equal(call.status, "outcome_unknown");
+      assert.deepEqual(call.reconciled, { by: "person", found: "unknown" });
+      assert.equal(box.count("send_email"), 1);
+      assert.deepEqual(done.messages, first.messages, "the model is told nothing new");
+    });
+
+    scenario("attention resolutions: every bad input gets its typed error and changes nothing", async (box) => {
+      const env = await setup(box);
+      const { client } = env;
+      const { sessionId } = await client.startSession({
+        agent: "conformance",
+        message: 'call send_email {"to":"d@example.com"}\ncall cancel_order {"order_id":"3"}',
+      });
+      const waiting = await client.waitFor(sessionId, (s) => s.pendingInterrupts.length === 2);
+      const attention = waiting.pendingInterrupts.find((i) => i.kind === "attention")!.interruptId;
+      const approval = waiting.pendingInterrupts.find((i) => i.kind === "approval")!.interruptId;
+      const before = await client.snapshot(sessionId);
+      const inboxBefore = await env.store.readInbox(sessionId, 0);
+      const refuse = (what: string, call: () => Promise<unknown>, check: (e: unknown) => boolean) =>
+        assert.rejects(call, (e: unknown) => check(e), what);
+      const done = { outcome: "done", output: "sent" } as const;
+      await refuse(
+        "unknown session",
+        () => client.resolveAttention("no-such-session", attention, done),
+        SessionNotFoundError.isInstance,
+      );
+      await refuse(
+        "unknown interrupt",
+        () => client.resolveAttention(sessionId, "turn-1-attention-x", done),
+        InterruptNotFoundError.isInstance,
+      );
+      await refuse(
+        "no outcome",
+        () => client.resolveAttention(sessionId, attention, {} as never),
+        InvalidInputError.isInstance,
+      );
+      await refuse(
+        "done without an output",
+        () => client.resolveAttention(sessionId, attention, { outcome: "done" } as never),
+        InvalidInputError.isInstance,
+      );
+      await refuse(
+        "done with an empty output",
+        () => client.resolveAttention(sessionId, attention, { outcome: "done", output: "  " }),
+        InvalidInputError.isInstance,
+      );
+      await refuse(
+        "an output with not_done",
+        () => client.resolveAttention(sessionId, attention, { outcome: "not_done", output: "x" } as never),
+        InvalidInputError.isInstance,
+      );
+      await refuse(
+        "an oversize output",
+        () => client.resolveAttention(sessionId, attention, { outcome: "done", output: "x".repeat(40_000) }),
+        InputTooLargeError.isInstance,
+      );
+      await refuse(
+        "an approval resolved as attention",
+        () => client.resolveAttention(sessionId, approval, done),
+        SessionStateError.isInstance,
+      );
+      await refuse("an attention approved", () => client.approve(sessionId, attention), SessionStateError.isInstance);
+      await refuse(
+        "an attention rejected",
+        () => client.reject(sessionId, attention, "no"),
+        SessionStateError.isInstance,
+      );
+      assert.deepEqual(await client.snapshot(sessionId), before, "no refused call changed the session");
+      assert.deepEqual(await env.store.readInbox(sessionId, 0), inboxBefore, "no refused call wrote to the inbox");
+      await client.resolveAttention(sessionId, attention, { outcome: "unknown" });
+      await refuse(
+        "a second resolution",
+        () => client.resolveAttention(sessionId, attention, done),
+        DuplicateResolutionError.isInstance,
+      );
+      await client.waitFor(sessionId, (s) => s.pendingInterrupts.length === 1);
+      await refuse(
+        "a resolution after it was applied",
+        () => client.resolveAttention(sessionId, attention, { outcome: "not_done" }),
+        DuplicateResolutionError.isInstance,
+      );
+      await refuse(
+        "an attention approved after it was resolved",
+        () => client.approve(sessionId, attention),
+        SessionStateError.isInstance,
+      );
+      assert.equal(box.count("send_email"), 1);
     });
   });
 }

@@ -2,7 +2,7 @@
 import { idempotencyKey, policyTable, resolveCallPolicy } from "../policy.js";
 import { backoffDelay } from "../retry.js";
 import type { RequestedToolCall, RunModelResult } from "../runner.js";
-import { addUsage, type Interrupt, type ToolCallRecord, type Turn } from "../schemas.js";
+import { addUsage, type ToolCallRecord, type Turn } from "../schemas.js";
 import { describeOutcome } from "../outcome-text.js";
 import type { Draft } from "./draft.js";
 import type { ApplyContext, Handled, MachineConfig, MachineInput, PlannedCall } from "./types.js";
@@ -86,6 +86,11 @@ export function onModelCompleted(draft: Draft, input: Input<"model_completed">, 
       lastError: null,
       output: null,
       message: null,
+      reconcileAttempts: 0,
+      reconcileMaxAttempts: 0,
+      unknownReason: null,
+      reconciled: null,
+      reruns: 0,
     };
     turn.calls.push(call);
     if (planned.invalid) {
@@ -103,18 +108,7 @@ export function onModelCompleted(draft: Draft, input: Input<"model_completed">, 
       });
       return;
     }
-    if (interruptId) {
-      const interrupt: Interrupt = {
-        interruptId,
-        turnId: turn.turnId,
-        toolCallId: call.toolCallId,
-        toolName: call.name,
-        arguments: call.arguments,
-      };
-      draft.head.pendingInterrupts.push(interrupt);
-      draft.step(turn, "AwaitToolApproval", "running", { toolCallId: call.toolCallId });
-      draft.events.push({ type: "interrupt_created", data: { interrupt } });
-    }
+    if (interruptId) draft.askApproval(turn, call, interruptId, null);
   });
   draft.resumeIfDone(turn);
   return null;

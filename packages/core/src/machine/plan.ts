@@ -11,6 +11,8 @@ export function startReadySteps(draft: Draft, now: number): void {
     return;
   }
   for (const call of currentCalls(turn)) {
-    if (call.status === "pending" && ready(call.retryAt)) draft.startCall(turn, call);
+    // A turn being cancelled starts no call (none is pending then); checks of calls in doubt run in any phase.
+    if (call.status === "pending" && turn.phase === "tools" && ready(call.retryAt)) draft.startCall(turn, call);
+    if (call.status === "reconcile_pending" && ready(call.retryAt)) draft.startReconcile(turn, call);
   }
 }

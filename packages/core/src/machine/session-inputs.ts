@@ -19,7 +19,7 @@ export function onInbox(draft: Draft, input: Input<"inbox">, ctx: ApplyContext):
   if (!(item.seq > draft.head.inboxCursor))
     return `inbox entry ${item.seq} is at or before the cursor ${draft.head.inboxCursor}`;
   const kind: unknown = item.kind;
-  if (kind !== "message" && kind !== "resolution" && kind !== "cancel" && kind !== "steer")
+  if (kind !== "message" && kind !== "resolution" && kind !== "cancel" && kind !== "steer" && kind !== "attention")
     return `inbox entry ${item.seq} is of no known kind`;
   if ((item.kind === "message" || item.kind === "steer") && !userItem)
     return `inbox message ${item.seq} comes without its user item`;
@@ -61,7 +61,20 @@ export function onInbox(draft: Draft, input: Input<"inbox">, ctx: ApplyContext):
     }
     return null;
   }
-  const interrupt = draft.head.pendingInterrupts.find((i) => i.interruptId === item.interruptId);
+  if (item.kind === "attention") {
+    // The client refuses unknown, resolved and mistyped resolutions; an entry that no longer matches is consumed.
+    const attention = draft.head.pendingInterrupts.find(
+      (i) => i.interruptId === item.interruptId && i.kind === "attention",
+    );
+    const outcome: unknown = item.outcome;
+    if (!attention || (outcome !== "done" && outcome !== "not_done" && outcome !== "unknown")) return null;
+    if (outcome === "done" && typeof item.output !== "string") return null;
+    draft.resolveAttention(attention, outcome, outcome === "done" ? item.output : null, item.seq);
+    return null;
+  }
+  const interrupt = draft.head.pendingInterrupts.find(
+    (i) => i.interruptId === item.interruptId && i.kind !== "attention",
+  );
   const turn = draft.activeTurn();
   // The client refuses unknown and already-resolved interrupts; an entry that no longer matches is
   // consumed (the cursor moves past it) and changes nothing else.
@@ -96,19 +109,37 @@ export function onRecover(draft: Draft, input: Input<"recover">): Handled {
   turn.modelRunning = false;
   const changed: { toolCallId: string; status: ToolCallRecord["status"] }[] = [];
   for (const call of currentCalls(turn)) {
+    if (call.status === "reconciling") {
+      // A check is a read: it runs again, unless that was its last attempt.
+      if (call.reconcileAttempts >= call.reconcileMaxAttempts) {
+        draft.leaveUnknown(
+          turn,
+          call,
+          `${call.unknownReason ?? "its outcome was in doubt"}; the worker stopped during the last attempt of its check`,
+        );
+      } else {
+        call.status = "reconcile_pending";
+        call.retryAt = null;
+        draft.step(turn, "ReconcileCall", "failed", {
+          toolCallId: call.toolCallId,
+          attempt: call.reconcileAttempts,
+          detail: "worker stopped",
+        });
+      }
+      changed.push({ toolCallId: call.toolCallId, status: call.status });
+      continue;
+    }
     if (call.status !== "running") continue;
     const rule = policyTable[call.effect];
     if (turn.phase === "cancelling") {
-      // The turn is being cancelled: nothing is retried; a single-attempt call found started is unknown.
+      // The turn is being cancelled: nothing is retried; a single-attempt call found started is in doubt.
       draft.giveUpCall(turn, call, "the worker running this call stopped after its turn was cancelled");
     } else if (rule.onCrash === "outcome_unknown") {
-      draft.finishCall(turn, call, "outcome_unknown", {
-        message: "the worker running this call stopped before recording its result",
-      });
+      draft.callInDoubt(turn, call, "the worker running this call stopped before recording its result");
     } else if (call.attempts >= call.maxAttempts) {
-      draft.finishCall(turn, call, rule.exhausted, {
-        message: `the worker stopped during attempt ${call.attempts} of ${call.maxAttempts}`,
-      });
+      const message = `the worker stopped during attempt ${call.attempts} of ${call.maxAttempts}`;
+      if (rule.exhausted === "outcome_unknown") draft.callInDoubt(turn, call, message);
+      else draft.finishCall(turn, call, rule.exhausted, { message });
     } else {
       call.status = "pending";
       call.retryAt = null;

@@ -11,6 +11,7 @@ import {
   type SessionStatus,
   type ToolCallRecord,
   type Turn,
+  type TurnCancellation,
 } from "../schemas.js";
 import type { WaitingStep } from "./types.js";
 
@@ -34,6 +35,17 @@ export function newSessionHead(sessionId: string, agent: string, createdAt: stri
 const activePhases = new Set<Turn["phase"]>(["model", "tools", "cancelling"]);
 export const isTurnActive = (turn: Turn | null): turn is Turn => turn !== null && activePhases.has(turn.phase);
 
+/** Whether a call has a step in flight: an attempt of the tool, or a check of its outcome (or one due). */
+export const isCallInFlight = (call: Pick<ToolCallRecord, "status">): boolean =>
+  call.status === "running" || call.status === "reconcile_pending" || call.status === "reconciling";
+
+/**
+ * When a turn being cancelled stops waiting for the checks of its calls in doubt: one more grace
+ * period after the first (a call given up at the end of the grace period is checked in it).
+ */
+export const reconcileDeadline = (cancellation: TurnCancellation): number =>
+  cancellation.graceUntil + (cancellation.graceUntil - cancellation.appliedAt);
+
 /** The calls of the turn's latest model response. */
 export function currentCalls(turn: Turn): ToolCallRecord[] {
   return turn.calls.filter((call) => call.response === turn.modelSteps);
@@ -42,7 +54,8 @@ export function currentCalls(turn: Turn): ToolCallRecord[] {
 /** The outcomes handed to the next RunModel: every call of the latest response, in model order. */
 export function outcomesForNextModelStep(head: SessionHead): RecordedOutcome[] {
   const turn = head.turn;
-  if (turn?.phase !== "model") return [];
+  // A turn's first RunModel has no outcomes (a follow-up turn's call run again joins it as a note).
+  if (turn?.phase !== "model" || turn.modelSteps === 0) return [];
   return currentCalls(turn).map((call) => ({
     toolCallId: call.toolCallId,
     name: call.name,
@@ -68,7 +81,18 @@ export function joinedMessages(head: SessionHead, history: readonly HistoryItem[
  */
 export function dueSteps(head: SessionHead): WaitingStep[] {
   const turn = head.turn;
-  if (!isTurnActive(turn) || turn.phase === "cancelling") return [];
+  if (!isTurnActive(turn)) return [];
+  const checks = currentCalls(turn)
+    .filter((call) => call.status === "reconcile_pending")
+    .map((call) => ({
+      kind: "ReconcileCall" as const,
+      turnId: turn.turnId,
+      toolCallId: call.toolCallId,
+      attempt: call.reconcileAttempts + 1,
+      notBefore: call.retryAt,
+    }));
+  // A turn being cancelled starts no call; the checks of its calls in doubt still run.
+  if (turn.phase === "cancelling") return checks;
   if (turn.phase === "model") {
     if (turn.modelRunning) return [];
     const step = {
@@ -79,7 +103,7 @@ export function dueSteps(head: SessionHead): WaitingStep[] {
     } as const;
     return [{ ...step, notBefore: turn.modelRetryAt }];
   }
-  return currentCalls(turn)
+  const calls: WaitingStep[] = currentCalls(turn)
     .filter((call) => call.status === "pending")
     .map((call) => ({
       kind: call.step,
@@ -88,6 +112,7 @@ export function dueSteps(head: SessionHead): WaitingStep[] {
       attempt: call.attempts + 1,
       notBefore: call.retryAt,
     }));
+  return [...calls, ...checks];
 }
 
 /**
@@ -96,11 +121,13 @@ export function dueSteps(head: SessionHead): WaitingStep[] {
  */
 export function nextDueAt(head: SessionHead, now: number): number | null {
   const turn = head.turn;
-  if (turn?.phase === "cancelling") {
-    const running = turn.calls.some((call) => call.status === "running");
-    return running && turn.cancellation ? turn.cancellation.graceUntil : null;
-  }
   let next: number | null = null;
+  if (turn?.phase === "cancelling") {
+    if (!turn.cancellation) return null;
+    if (turn.calls.some((call) => call.status === "running")) next = turn.cancellation.graceUntil;
+    else if (turn.calls.some((call) => call.status === "reconcile_pending" || call.status === "reconciling"))
+      next = reconcileDeadline(turn.cancellation);
+  }
   for (const step of dueSteps(head)) {
     const at = step.notBefore ?? now;
     if (next === null || at < next) next = at;
@@ -113,7 +140,7 @@ export function isRunnable(head: SessionHead): boolean {
   const turn = head.turn;
   if (!isTurnActive(turn)) return head.queue.length > 0;
   if (turn.phase === "model" || turn.phase === "cancelling") return true;
-  return currentCalls(turn).some((call) => call.status === "pending" || call.status === "running");
+  return currentCalls(turn).some((call) => call.status === "pending" || isCallInFlight(call));
 }
 
 export function deriveStatus(head: SessionHead): SessionStatus {

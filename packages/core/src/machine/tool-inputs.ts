@@ -84,10 +84,68 @@ function attemptFailed(
   if (call.attempts >= call.maxAttempts) {
     const rule = policyTable[call.effect];
     const tries = call.maxAttempts === 1 ? "its only attempt" : `all ${call.maxAttempts} attempts`;
-    draft.finishCall(turn, call, rule.exhausted, { message: `${tries} failed; last error: ${error}` });
+    const message = `${tries} failed; last error: ${error}`;
+    if (rule.exhausted === "outcome_unknown") draft.callInDoubt(turn, call, message);
+    else draft.finishCall(turn, call, rule.exhausted, { message });
     return;
   }
   draft.step(turn, call.step, "failed", { toolCallId: call.toolCallId, attempt: call.attempts, detail: error });
   call.status = "pending";
   call.retryAt = now + backoffDelay(config.toolBackoff, call.attempts);
+}
+
+/** The running turn and call when the call's check runs exactly this attempt. */
+function checkingAttempt(
+  draft: Draft,
+  input: { turnId: string; toolCallId: string; attempt: number },
+): [Turn, ToolCallRecord] | string {
+  const turn = draft.activeTurn();
+  if (!turn) return "no turn is running";
+  if (turn.turnId !== input.turnId) return `the result is for ${input.turnId}, the running turn is ${turn.turnId}`;
+  const call = draft.currentCall(input.toolCallId);
+  if (!call) return `the running response has no call ${input.toolCallId}`;
+  if (call.status !== "reconciling") return `call ${input.toolCallId} is ${call.status}, not being checked`;
+  if (call.reconcileAttempts !== input.attempt)
+    return `the check of call ${input.toolCallId} runs attempt ${call.reconcileAttempts}, not ${input.attempt}`;
+  return [turn, call];
+}
+
+/** A check answered: `done`, `not_done` or `unknown` settle the call (`Draft.reconciled`); anything else is a failed attempt. */
+export function onReconcileFinished(draft: Draft, input: Input<"reconcile_finished">, ctx: ApplyContext): Handled {
+  const found = checkingAttempt(draft, input);
+  if (typeof found === "string") return found;
+
+  const [turn, call] = found;
+  const result: unknown = input.result;
+  if (typeof result === "object" && result !== null) {
+    const r = result as Record<string, unknown>;
+    if (r.status === "done" && typeof r.output === "string") {
+      draft.reconciled(turn, call, "done", r.output);
+      return null;
+    }
+    if (r.status === "not_done" || r.status === "unknown") {
+      draft.reconciled(turn, call, r.status, null);
+      return null;
+    }
+  }
+  draft.reconcileAttemptFailed(
+    turn,
+    call,
+    "reconcile returned a malformed result (expected { status: done, output } | { status: not_done } | { status: unknown })",
+    ctx.now,
+  );
+  return null;
+}
+
+export function onReconcileAttemptFailed(
+  draft: Draft,
+  input: Input<"reconcile_attempt_failed">,
+  ctx: ApplyContext,
+): Handled {
+  const found = checkingAttempt(draft, input);
+  if (typeof found === "string") return found;
+
+  const [turn, call] = found;
+  draft.reconcileAttemptFailed(turn, call, String(input.error), ctx.now);
+  return null;
 }

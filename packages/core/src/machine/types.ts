@@ -1,6 +1,7 @@
 /** The state machine's inputs, config and results (DESIGN §7b). */
 import type { ToolDescription, ToolEffect, ToolPolicies } from "../policy.js";
 import type { BackoffPolicy, RetryPolicy } from "../retry.js";
+import type { ReconcileResult } from "../policy.js";
 import type { CallToolResult, RunModelResult } from "../runner.js";
 import type { EventBody, HistoryItem, InboxItem, SessionHead } from "../schemas.js";
 
@@ -67,6 +68,22 @@ export type MachineInput =
       readonly toolCallId: string;
       readonly attempt: number;
       readonly error: string;
+    }
+  | {
+      /** A check (the tool's `reconcile`) of a call whose outcome is in doubt answered; a malformed answer counts as a failed attempt. */
+      readonly type: "reconcile_finished";
+      readonly turnId: string;
+      readonly toolCallId: string;
+      readonly attempt: number;
+      readonly result: ReconcileResult;
+    }
+  | {
+      /** A check threw: it is retried like a `read`; after its last attempt the call is `outcome_unknown`. */
+      readonly type: "reconcile_attempt_failed";
+      readonly turnId: string;
+      readonly toolCallId: string;
+      readonly attempt: number;
+      readonly error: string;
     };
 
 export type MachineInputType = MachineInput["type"];
@@ -107,6 +124,16 @@ export type DueStep =
   | { readonly kind: "RunModel"; readonly turnId: string; readonly modelStep: number; readonly attempt: number }
   | {
       readonly kind: "CallTool" | "CallSingleAttemptTool";
+      readonly turnId: string;
+      readonly toolCallId: string;
+      readonly attempt: number;
+    }
+  | {
+      /**
+       * One attempt of a check of a call whose outcome is in doubt: run the tool's `reconcile`
+       * (`runReconcileAttempt`), never the tool. `attempt` counts the call's checks, not its attempts.
+       */
+      readonly kind: "ReconcileCall";
       readonly turnId: string;
       readonly toolCallId: string;
       readonly attempt: number;

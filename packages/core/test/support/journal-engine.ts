@@ -26,6 +26,7 @@ import {
   joinedMessages,
   outcomesForNextModelStep,
   modelAttemptFailed,
+  runReconcileAttempt,
   runToolAttempt,
   TurnSignals,
   type DueStep,
@@ -167,7 +168,7 @@ export class JournalEngine implements ConformanceWorker {
       const launch = (step: DueStep, at: SessionHead) => {
         running += 1;
         const signal = turnSignals.signalFor(at, step.turnId, abort.signal);
-        void this.runStep(step, at, signal).then((input) => {
+        void this.runStep(step, at, signal, abort.signal).then((input) => {
           running -= 1;
           inputs.push(input);
           this.poke();
@@ -237,7 +238,12 @@ export class JournalEngine implements ConformanceWorker {
   }
 
   /** The primitive that runs one step (`ctx.run`): the runner's call, its result as the machine's next input. */
-  private async runStep(step: DueStep, head: SessionHead, signal: AbortSignal): Promise<MachineInput> {
+  private async runStep(
+    step: DueStep,
+    head: SessionHead,
+    signal: AbortSignal,
+    engineSignal: AbortSignal,
+  ): Promise<MachineInput> {
     const turn = head.turn!;
     const sessionId = head.sessionId;
     if (step.kind === "RunModel") {
@@ -262,6 +268,16 @@ export class JournalEngine implements ConformanceWorker {
       }
     }
     const call = currentCalls(turn).find((c) => c.toolCallId === step.toolCallId)!;
+    if (step.kind === "ReconcileCall") {
+      // A check runs with the engine's signal, not the turn's: a cancellation does not stop it.
+      return runReconcileAttempt(this.definition, {
+        sessionId,
+        turnId: step.turnId,
+        call,
+        attempt: step.attempt,
+        signal: engineSignal,
+      });
+    }
     return runToolAttempt(this.definition.runner, {
       sessionId,
       turnId: step.turnId,

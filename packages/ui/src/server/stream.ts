@@ -96,7 +96,7 @@ export async function foldEvents(
 
 /**
  * Whether the open turn waits for a person and nothing else will happen: every pending approval
- * was streamed, no decision is waiting to be applied, and no event came after `seq`.
+ * was streamed (a pending attention interrupt waits for nobody's decision in the turn), no decision is waiting to be applied, and no event came after `seq`.
  */
 export function waitsForApproval(snapshot: SessionSnapshot, mapper: SessionEventMapper, seq: number): boolean {
   const pending = mapper.pendingApprovals;
@@ -106,7 +106,10 @@ export function waitsForApproval(snapshot: SessionSnapshot, mapper: SessionEvent
     snapshot.status === "awaiting_approval" &&
     snapshot.unappliedDecisions === 0 &&
     snapshot.lastEventSeq <= seq &&
-    snapshot.pendingInterrupts.every((interrupt) => pending.includes(interrupt.interruptId))
+    // Attention interrupts (core's reconciliation) block nothing: only approvals are waited for.
+    snapshot.pendingInterrupts.every(
+      (interrupt) => interrupt.kind === "attention" || pending.includes(interrupt.interruptId),
+    )
   );
 }
 

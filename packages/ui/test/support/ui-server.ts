@@ -25,11 +25,21 @@ export const tools = [
     needsApproval: true,
     execute: (args: Record<string, unknown>) => `order ${String(args.order_id)} is cancelled`,
   },
+  {
+    // Its one attempt always fails ambiguously: outcome_unknown, and an attention interrupt.
+    name: "send_email",
+    description: "Sends an email.",
+    parameters: { to: "string" },
+    execute: (): string => {
+      throw new Error("the mail server dropped the connection");
+    },
+  },
 ] as const;
 
 export const policies = {
   look_up_order: { effect: "read" },
   cancel_order: { effect: "non_idempotent_write" },
+  send_email: { effect: "non_idempotent_write", needsApproval: false },
 } as const;
 
 export interface UIServer {
