@@ -54,7 +54,15 @@ import { getAll } from "./inbox-object.js";
 import type { ServiceNames } from "./names.js";
 import type { DeltaBatch, DriveRequest, DriverWake, EndedRequest, SessionMeta, Wake } from "./protocol.js";
 import { writeEvents } from "./session-object.js";
-import { DeltaMailbox, interruptedStep, runModelStep, runToolStep, type StepDeps, type StepDone } from "./steps.js";
+import {
+  DeltaMailbox,
+  interruptedStep,
+  runModelStep,
+  runReconcileStep,
+  runToolStep,
+  type StepDeps,
+  type StepDone,
+} from "./steps.js";
 
 export interface DriveOptions {
   readonly names: ServiceNames;
@@ -91,7 +99,13 @@ type Done =
   | { readonly kind: "timer" };
 
 const stepKey = (step: DueStep) =>
-  `${step.turnId}/${step.kind === "RunModel" ? `model:${step.modelStep}` : `tool:${step.toolCallId}`}/${step.attempt}`;
+  `${step.turnId}/${
+    step.kind === "RunModel"
+      ? `model:${step.modelStep}`
+      : step.kind === "ReconcileCall"
+        ? `reconcile:${step.toolCallId}`
+        : `tool:${step.toolCallId}`
+  }/${step.attempt}`;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -390,7 +404,9 @@ class Drive {
   private launch(step: DueStep, fresh: () => boolean): void {
     const head = this.head;
     const key = stepKey(step);
-    const signal = this.stepSignal(step.turnId);
+    // A check runs to find out what a call did, also in a turn being cancelled: only the attempt's end stops it.
+    const signal =
+      step.kind === "ReconcileCall" ? this.ctx.request().attemptCompletedSignal : this.stepSignal(step.turnId);
     const ran = { live: false };
     let mailbox: DeltaMailbox | null = null;
     if (step.kind === "RunModel") {
@@ -401,9 +417,9 @@ class Drive {
       .run(`${step.kind} ${key}`, async (): Promise<StepDone> => {
         ran.live = true;
         if (!fresh()) return interruptedStep(step);
-        return step.kind === "RunModel"
-          ? runModelStep(this.deps, head, step, signal, mailbox!)
-          : runToolStep(this.deps, head, step, signal);
+        if (step.kind === "RunModel") return runModelStep(this.deps, head, step, signal, mailbox!);
+        if (step.kind === "ReconcileCall") return runReconcileStep(this.deps, head, step, signal);
+        return runToolStep(this.deps, head, step, signal);
       })
       .map((done, failure): Done => {
         // The closure never throws; a failure here is Restate's own (e.g. a value it could not store).
@@ -420,9 +436,11 @@ class Drive {
   }
 }
 
-/** Whether the head has a step started and without a result (a RunModel in flight, a running call). */
+/** Whether the head has a step started and without a result (a RunModel in flight, a running call or check). */
 function hasStartedSteps(head: SessionHead): boolean {
   const turn = head.turn;
   if (!isTurnActive(turn)) return false;
-  return turn.modelRunning || currentCalls(turn).some((call) => call.status === "running");
+  return (
+    turn.modelRunning || currentCalls(turn).some((call) => call.status === "running" || call.status === "reconciling")
+  );
 }

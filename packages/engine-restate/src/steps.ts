@@ -14,6 +14,7 @@ import {
   outcomesForNextModelStep,
   type RunModelResult,
   modelAttemptFailed,
+  runReconcileAttempt,
   runToolAttempt,
 } from "@durable-agents/core/engine";
 import type { SessionHistories } from "./histories.js";
@@ -85,25 +86,17 @@ export const interruptedMessage =
   "the engine stopped during this call: Restate replayed the session and found no result for it";
 
 type ModelStep = Extract<DueStep, { kind: "RunModel" }>;
-type ToolStep = Exclude<DueStep, { kind: "RunModel" }>;
+type ToolStep = Extract<DueStep, { kind: "CallTool" | "CallSingleAttemptTool" }>;
+type ReconcileStep = Extract<DueStep, { kind: "ReconcileCall" }>;
 
 export function interruptedStep(step: DueStep): StepDone {
+  const base = { turnId: step.turnId, attempt: step.attempt, error: interruptedMessage } as const;
   const input: MachineInput =
     step.kind === "RunModel"
-      ? {
-          type: "model_attempt_failed",
-          turnId: step.turnId,
-          modelStep: step.modelStep,
-          attempt: step.attempt,
-          error: interruptedMessage,
-        }
-      : {
-          type: "call_attempt_failed",
-          turnId: step.turnId,
-          toolCallId: step.toolCallId,
-          attempt: step.attempt,
-          error: interruptedMessage,
-        };
+      ? { type: "model_attempt_failed", ...base, modelStep: step.modelStep }
+      : step.kind === "ReconcileCall"
+        ? { type: "reconcile_attempt_failed", ...base, toolCallId: step.toolCallId }
+        : { type: "call_attempt_failed", ...base, toolCallId: step.toolCallId };
   return { input, events: [], at: Date.now() };
 }
 
@@ -173,5 +166,24 @@ export async function runToolStep(
   const sessionId = head.sessionId;
   const call = currentCalls(head.turn!).find((c) => c.toolCallId === toolCallId)!;
   const input = await runToolAttempt(deps.definition.runner, { sessionId, turnId, call, attempt, signal });
+  return { input, events: [], at: Date.now() };
+}
+
+/** One attempt of a check of a call in doubt (the tool's `reconcile`, never the tool), from the head that started it. */
+export async function runReconcileStep(
+  deps: StepDeps,
+  head: SessionHead,
+  step: ReconcileStep,
+  signal: AbortSignal,
+): Promise<StepDone> {
+  const { turnId, toolCallId, attempt } = step;
+  const call = currentCalls(head.turn!).find((c) => c.toolCallId === toolCallId)!;
+  const input = await runReconcileAttempt(deps.definition, {
+    sessionId: head.sessionId,
+    turnId,
+    call,
+    attempt,
+    signal,
+  });
   return { input, events: [], at: Date.now() };
 }
