@@ -54,6 +54,17 @@ describe("the runner's description (the definition's fingerprint)", () => {
     );
   });
 
+  it("passes migrations on to core's defineSession", () => {
+    const old = build({ instructions: "Old." });
+    const definition = aiSdkSession({
+      name: "support",
+      model: new ScriptedLanguageModel(),
+      tools: {},
+      migrations: [{ from: old.fingerprint, accept: true }],
+    });
+    expect(definition.migrations).toEqual([{ from: old.fingerprint, accept: true }]);
+  });
+
   it("a schema whose JSON Schema only a promise gives is described by a marker", () => {
     const definition = aiSdkSession({
       name: "support",

@@ -65,6 +65,17 @@ describe("the runner's description (the definition's fingerprint)", () => {
     ]);
   });
 
+  it("passes migrations on to core's defineSession", () => {
+    const old = build({ instructions: "Old." });
+    const agent = new Agent({ name: "a", instructions: "A." });
+    const definition = openAIAgentsSession(agent, {
+      name: "a",
+      model: "m",
+      migrations: [{ from: old.fingerprint, accept: true }],
+    });
+    expect(definition.migrations).toEqual([{ from: old.fingerprint, accept: true }]);
+  });
+
   it("dynamic instructions and a model object are described by name", () => {
     const agent = new Agent({
       name: "a",
