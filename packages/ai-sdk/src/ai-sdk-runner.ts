@@ -10,6 +10,7 @@ import {
   currentToolCall,
   type HistoryItem,
   type Runner,
+  type RunnerDescription,
   type Usage,
 } from "@durable-agents/core";
 import {
@@ -35,6 +36,7 @@ import {
   type ToolSet,
 } from "ai";
 import { ApprovalRules, type AiSdkToolApproval } from "./approval-rules.js";
+import { describeAgent } from "./describe.js";
 import { displayMessage } from "./display-projection.js";
 import { historyWithoutJoined, placeJoined } from "./joined-messages.js";
 import { outcomeMessage } from "./outcome-message.js";
@@ -145,6 +147,11 @@ export class AiSdkRunner implements Runner {
 
   tools(): readonly ToolDescription[] {
     return [...this.#tools.keys()].map((name) => ({ name, approval: this.#approval.mode(name) }));
+  }
+
+  /** The agent for the definition's fingerprint: model name, instructions, tools and their schemas. */
+  describe(): RunnerDescription {
+    return describeAgent(this.#options);
   }
 
   userItem(kind: UserItemKind, text: string): HistoryItem {

@@ -4,7 +4,10 @@ import { AiSdkRunner, type AiSdkRunnerOptions } from "./ai-sdk-runner.js";
 
 export interface AiSdkSessionOptions
   extends AiSdkRunnerOptions,
-    Pick<SessionDefinitionOptions, "policies" | "modelRetry" | "toolBackoff" | "maxModelSteps" | "cancelGraceMs"> {
+    Pick<
+      SessionDefinitionOptions,
+      "policies" | "modelRetry" | "toolBackoff" | "maxModelSteps" | "cancelGraceMs" | "migrations"
+    > {
   /** The agent name sessions are started with (1-100 letters, digits, '.', '_' or '-'). */
   readonly name: string;
 }
@@ -14,7 +17,8 @@ export interface AiSdkSessionOptions
  * policy that names no tool is a `PolicyError`, and so is a tool without `execute`.
  */
 export function aiSdkSession(options: AiSdkSessionOptions): SessionDefinition {
-  const { name, policies, modelRetry, toolBackoff, maxModelSteps, cancelGraceMs, ...runnerOptions } = options;
+  const { name, policies, modelRetry, toolBackoff, maxModelSteps, cancelGraceMs, migrations, ...runnerOptions } =
+    options;
   return defineSession({
     name,
     runner: new AiSdkRunner(runnerOptions),
@@ -23,5 +27,6 @@ export function aiSdkSession(options: AiSdkSessionOptions): SessionDefinition {
     toolBackoff,
     maxModelSteps,
     cancelGraceMs,
+    migrations,
   });
 }

@@ -13,8 +13,9 @@ import {
   UnknownAgentError,
   WaitTimeoutError,
 } from "./errors.js";
+import type { SessionDefinition } from "./definition.js";
 import { isTurnActive, newSessionHead } from "./machine.js";
-import type { InboxEntry, SessionEvent, SessionSnapshot, StepKind } from "./schemas.js";
+import type { EventBody, InboxEntry, SessionEvent, SessionHead, SessionSnapshot, StepKind } from "./schemas.js";
 import type { EnqueueResult, SessionStore, StoredSession } from "./store.js";
 import { loadStoredSession } from "./stored-session.js";
 
@@ -27,6 +28,13 @@ export interface SessionClientOptions {
   readonly store: SessionStore;
   /** When given, `startSession` refuses other agent names with `UnknownAgentError`. */
   readonly agents?: readonly string[];
+  /**
+   * The definitions this client starts sessions of: a session it starts is pinned to its
+   * definition's fingerprint at once (without one, the first worker that drives it pins it). Their
+   * names are known agents, along with `agents`; when either is given, `startSession` refuses other
+   * names. Two definitions of one name: the first one listed pins.
+   */
+  readonly sessions?: readonly SessionDefinition[];
   readonly limits?: Partial<ClientLimits>;
 }
 
@@ -60,11 +68,16 @@ export class SessionClient {
   private readonly store: SessionStore;
   private readonly limits: ClientLimits;
   private readonly agents: ReadonlySet<string> | null;
+  private readonly definitions = new Map<string, SessionDefinition>();
 
   constructor(options: SessionClientOptions) {
     this.store = options.store;
     this.limits = { maxMessageChars: 32_768, ...options.limits };
-    this.agents = options.agents ? new Set(options.agents) : null;
+    for (const definition of options.sessions ?? []) {
+      if (!this.definitions.has(definition.name)) this.definitions.set(definition.name, definition);
+    }
+    this.agents =
+      options.agents || options.sessions ? new Set([...(options.agents ?? []), ...this.definitions.keys()]) : null;
   }
 
   /** Creates a session, optionally with its first message. Throws `SessionStateError` if the ID is taken. */
@@ -82,10 +95,21 @@ export class SessionClient {
     checkSessionId(sessionId);
     if (input.message !== undefined) this.checkText("message", input.message);
     const messageId = checkMessageId(input.messageId);
-    const head = newSessionHead(sessionId, input.agent, new Date().toISOString());
+    const definition = this.definitions.get(input.agent);
+    const head: SessionHead = {
+      ...newSessionHead(sessionId, input.agent, new Date().toISOString()),
+      definition: definition ? { fingerprint: definition.fingerprint, waiting: null } : null,
+    };
+    const events: EventBody[] = [{ type: "session_created", data: { agent: input.agent } }];
+    if (definition) {
+      events.push({
+        type: "definition_pinned",
+        data: { fingerprint: definition.fingerprint, by: "client", description: definition.description },
+      });
+    }
     await this.store.createSession({
       head,
-      events: [{ type: "session_created", data: { agent: input.agent } }],
+      events,
       ...(input.message !== undefined
         ? {
             inbox: {
@@ -304,6 +328,7 @@ export class SessionClient {
         head.queue.length + inbox.filter((item) => item.kind === "message" || item.kind === "steer").length,
       unappliedDecisions: inbox.filter(isDecision).length,
       usage: head.usage,
+      definition: head.definition,
       version: stored.version,
       lastEventSeq: stored.lastEventSeq,
     };
@@ -349,12 +374,16 @@ export class SessionClient {
   }
 
   /**
-   * Waits until the session has nothing to do without a person: idle with nothing queued, or
-   * waiting for approval. Throws `WaitTimeoutError` after `timeoutMs` (default 60 s).
+   * Waits until the session has nothing to do without a person: idle with nothing queued, waiting
+   * for approval, or waiting for its definition (`waiting_for_definition`: an operator must deploy a
+   * worker that serves it, or a migration). Throws `WaitTimeoutError` after `timeoutMs` (default 60 s).
    */
   async waitUntilIdle(sessionId: string, options: { timeoutMs?: number } = {}): Promise<SessionSnapshot> {
     const settled = (s: Pick<SessionSnapshot, "status" | "queuedMessages" | "unappliedDecisions">) =>
-      (s.status === "idle" || s.status === "awaiting_approval") && s.queuedMessages === 0 && s.unappliedDecisions === 0;
+      s.status === "waiting_for_definition" ||
+      ((s.status === "idle" || s.status === "awaiting_approval") &&
+        s.queuedMessages === 0 &&
+        s.unappliedDecisions === 0);
     // The check reads the head and the inbox only; the history is read once, for the snapshot returned.
     return this.waitUntil(sessionId, settled, options, async () => {
       const stored = await this.load(sessionId);

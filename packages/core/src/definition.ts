@@ -3,10 +3,12 @@
  * per process; every process that runs or starts sessions of this agent builds the same one.
  */
 import { ConfigurationError, PolicyError } from "./errors.js";
+import { describeDefinition, fingerprintOf, fingerprintPattern, type DefinitionDescription } from "./fingerprint.js";
 import { validatePolicies, type ToolDescription, type ToolPolicies } from "./policy.js";
 import type { MachineConfig } from "./machine.js";
 import { defaultModelRetry, defaultToolBackoff, type BackoffPolicy, type RetryPolicy } from "./retry.js";
 import type { Runner } from "./runner.js";
+import type { HistoryItem, SessionHead } from "./schemas.js";
 
 export { backoffDelay, defaultModelRetry, defaultToolBackoff, type BackoffPolicy, type RetryPolicy } from "./retry.js";
 
@@ -24,7 +26,43 @@ export interface SessionDefinitionOptions {
    * returned by then ends `outcome_unknown` (single-attempt) or `cancelled` (read, idempotent write).
    */
   readonly cancelGraceMs?: number;
+  /**
+   * How sessions pinned to an earlier definition (by its fingerprint) move to this one. Without a
+   * migration from its fingerprint, a session of another definition is never driven by this one.
+   */
+  readonly migrations?: readonly DefinitionMigration[];
 }
+
+/** What a migration's `transform` is given: the session as stored, before anything runs on the new definition. */
+export interface MigrationInput {
+  readonly sessionId: string;
+  /** The fingerprint the session is pinned to. */
+  readonly from: string;
+  /** This definition's fingerprint. */
+  readonly to: string;
+  /** A copy of the session's head: change it and return it. */
+  readonly head: SessionHead;
+  /** The session's history, in order (read-only: the stored history is never rewritten). */
+  readonly history: readonly HistoryItem[];
+}
+
+/** What a `transform` returns: the new head, and items to append to the history (e.g. a note for the model). Nothing: no change. */
+export interface MigrationResult {
+  readonly head?: SessionHead;
+  readonly appendHistory?: readonly HistoryItem[];
+}
+
+/**
+ * A migration from one earlier definition, named by its fingerprint: `accept` resumes the session as
+ * it is; `transform` rewrites its state first. A transform may run more than once (a worker that dies
+ * during it leaves the session as it was), so it must not act on the world.
+ */
+export type DefinitionMigration =
+  | { readonly from: string; readonly accept: true }
+  | {
+      readonly from: string;
+      readonly transform: (input: MigrationInput) => MigrationResult | undefined | Promise<MigrationResult | undefined>;
+    };
 
 export interface SessionDefinition {
   readonly name: string;
@@ -35,6 +73,11 @@ export interface SessionDefinition {
   readonly toolBackoff: BackoffPolicy;
   readonly maxModelSteps: number;
   readonly cancelGraceMs: number;
+  /** What the fingerprint is computed from: the tools' effects and approval rules, and the runner's `describe()`. */
+  readonly description: DefinitionDescription;
+  /** The definition's fingerprint (`fp1-` and 32 hex digits): what its sessions are pinned to. */
+  readonly fingerprint: string;
+  readonly migrations: readonly DefinitionMigration[];
 }
 
 /** Validates the policies against the runner's tools (a typo is a `PolicyError`) and fills defaults. */
@@ -58,6 +101,8 @@ export function defineSession(options: SessionDefinitionOptions): SessionDefinit
   if (!Number.isFinite(cancelGraceMs) || cancelGraceMs < 0) {
     throw new ConfigurationError("cancelGraceMs must be a non-negative number of milliseconds");
   }
+  const description = describeDefinition(options.name, tools, policies, options.runner.describe?.() ?? null);
+  const fingerprint = fingerprintOf(description);
   return {
     name: options.name,
     runner: options.runner,
@@ -67,7 +112,41 @@ export function defineSession(options: SessionDefinitionOptions): SessionDefinit
     toolBackoff: { ...defaultToolBackoff, ...options.toolBackoff },
     maxModelSteps: options.maxModelSteps ?? 50,
     cancelGraceMs,
+    description,
+    fingerprint,
+    migrations: checkMigrations(options.migrations, fingerprint),
   };
+}
+
+/** Every migration names a fingerprint other than this definition's, once, and either accepts or transforms. */
+function checkMigrations(migrations: unknown, own: string): readonly DefinitionMigration[] {
+  if (migrations === undefined) return [];
+  if (!Array.isArray(migrations))
+    throw new ConfigurationError("migrations is a list of { from, accept } or { from, transform }");
+  const seen = new Set<string>();
+  return migrations.map((migration: unknown, index): DefinitionMigration => {
+    const m = (typeof migration === "object" && migration !== null ? migration : {}) as Record<string, unknown>;
+    const from = m.from;
+    if (typeof from !== "string" || !fingerprintPattern.test(from)) {
+      throw new ConfigurationError(
+        `migrations[${index}].from must be a definition fingerprint ("fp1-" and 32 hex digits), not ${JSON.stringify(from)}`,
+      );
+    }
+    if (from === own)
+      throw new ConfigurationError(`migrations[${index}] is from this definition's own fingerprint ${own}`);
+    if (seen.has(from)) throw new ConfigurationError(`two migrations are from ${from}`);
+    seen.add(from);
+    const accepts = m.accept === true;
+    const transforms = typeof m.transform === "function";
+    if (accepts === transforms || (m.accept !== undefined && !accepts)) {
+      throw new ConfigurationError(
+        `migrations[${index}] (from ${from}) needs exactly one of accept: true or transform: a function`,
+      );
+    }
+    return accepts
+      ? { from, accept: true }
+      : { from, transform: m.transform as Extract<DefinitionMigration, { transform: unknown }>["transform"] };
+  });
 }
 
 /** The rules the state machine applies to this definition's sessions: limits, retries, backoff, policies. */

@@ -8,6 +8,8 @@
 export {
   apply,
   applyAll,
+  applyDefinition,
+  checkMigratedHead,
   currentCalls,
   deriveStatus,
   dueSteps,
@@ -19,6 +21,8 @@ export {
   outcomesForNextModelStep,
   type ApplyContext,
   type Due,
+  type DefinitionInput,
+  type DefinitionTransition,
   type DueStep,
   type MachineConfig,
   type MachineInput,
@@ -27,6 +31,7 @@ export {
   type WaitingStep,
 } from "./machine.js";
 export { backoffDelay, machineConfig } from "./definition.js";
+export { canonicalJson, describeDefinition, fingerprintOf } from "./fingerprint.js";
 export { hasReconcile, resolveCallPolicy, validatePolicies, type ToolDescription } from "./policy.js";
 export { runInToolCall, runOutsideToolCall } from "./tool-context.js";
 export { modelAttemptFailed, runToolAttempt, type ToolAttempt } from "./tool-step.js";

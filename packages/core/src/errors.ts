@@ -191,6 +191,26 @@ export class PolicyError extends ConfigurationError {
   static override isInstance = guard<PolicyError>("configuration", "PolicyError");
 }
 
+/**
+ * A migration between agent definitions could not be applied: its `transform` threw, or returned a
+ * head that does not fit the session (another session's identity, a changed turn or inbox position,
+ * a malformed value). A `ConfigurationError` (code `configuration`: the application's migration must
+ * be fixed), recognised on its own with `MigrationError.isInstance`. Nothing of the session changed
+ * but its waiting mark (status `waiting_for_definition`, a `definition_waiting` event with the reason).
+ */
+export class MigrationError extends ConfigurationError {
+  constructor(
+    readonly sessionId: string,
+    readonly from: string,
+    readonly to: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(`the migration of session "${sessionId}" from ${from} to ${to} failed: ${message}`, [message], options);
+  }
+  static override isInstance = guard<MigrationError>("configuration", "MigrationError");
+}
+
 /** Who broke a contract: a runner, a store, or the engine calling a runner. */
 export type ContractParty = "runner" | "store" | "engine";
 

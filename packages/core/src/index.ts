@@ -26,10 +26,22 @@ export {
   defaultToolBackoff,
   defineSession,
   type BackoffPolicy,
+  type DefinitionMigration,
+  type MigrationInput,
+  type MigrationResult,
   type RetryPolicy,
   type SessionDefinition,
   type SessionDefinitionOptions,
 } from "./definition.js";
+export {
+  describeChanges,
+  fingerprintPattern,
+  type AgentDescription,
+  type DefinitionDescription,
+  type DescriptionChange,
+  type RunnerDescription,
+  type ToolApprovalRule,
+} from "./fingerprint.js";
 export { Worker, type WorkerOptions } from "./worker.js";
 export type { CoalescerOptions } from "./coalescer.js";
 export {

@@ -39,6 +39,12 @@ export {
   outcomesForNextModelStep,
 } from "./machine/state.js";
 export { malformedModelResult, planCalls } from "./machine/model-inputs.js";
+export {
+  applyDefinition,
+  checkMigratedHead,
+  type DefinitionInput,
+  type DefinitionTransition,
+} from "./machine/definition.js";
 export type {
   ApplyContext,
   Due,

@@ -2,6 +2,7 @@
  * The runner interface: what a framework adapter implements (DESIGN §6). Plain data in, plain data
  * out; the engine owns retries, records and durability.
  */
+import type { RunnerDescription } from "./fingerprint.js";
 import type { ToolDescription, ToolPolicies } from "./policy.js";
 import type { FinalCallStatus, HistoryItem, Usage } from "./schemas.js";
 
@@ -109,6 +110,15 @@ export interface Runner {
    * `PolicyError`.
    */
   validatePolicies?(policies: ToolPolicies): void;
+  /**
+   * What the agent definition is, as plain JSON: the adapter package and its version, and for each
+   * agent of the graph its model name, instructions, tools with their argument schemas, and handoffs.
+   * Core hashes it (with the tools' effects and approval rules) into the fingerprint a session is
+   * pinned to, so it must be the same in every process that builds the same definition, and change
+   * whenever resuming a session on the new definition could go wrong. Optional: without it the
+   * fingerprint covers only the tool names, effects and approval rules.
+   */
+  describe?(): RunnerDescription;
   /** The framework's user item for a message, or for the note left by a failed turn. */
   userItem(kind: UserItemKind, text: string): HistoryItem;
   /** Exactly one model step of the framework. */

@@ -248,8 +248,37 @@ export const Turn = z.object({
 });
 export type Turn = z.infer<typeof Turn>;
 
-export const SessionStatus = z.enum(["idle", "running", "awaiting_approval"]);
+/**
+ * `waiting_for_definition`: the session is pinned to an agent definition (its fingerprint) that no
+ * running worker serves, or whose migration failed; it waits, with nothing lost, until a worker that
+ * serves it (or migrates from it) takes it.
+ */
+export const SessionStatus = z.enum(["idle", "running", "awaiting_approval", "waiting_for_definition"]);
 export type SessionStatus = z.infer<typeof SessionStatus>;
+
+/** Why a pinned session waits: no running worker serves its definition, or its migration failed. */
+export const DefinitionWaitReason = z.enum(["unserved", "migration_failed"]);
+export type DefinitionWaitReason = z.infer<typeof DefinitionWaitReason>;
+
+/**
+ * The agent definition a session is pinned to (DESIGN §9): the fingerprint of the definition it was
+ * started with (or migrated to), and whether it waits for a worker that serves it.
+ */
+export const DefinitionPin = z.object({
+  fingerprint: z.string().min(1),
+  /** Set while the session waits for its definition (status `waiting_for_definition`); null otherwise. */
+  waiting: z
+    .object({
+      reason: DefinitionWaitReason,
+      /** Epoch ms at which the worker that noticed it marked the session. */
+      since: z.number(),
+      /** Why the migration failed (reason `migration_failed`), else null. */
+      error: z.string().nullable(),
+    })
+    .nullable()
+    .default(null),
+});
+export type DefinitionPin = z.infer<typeof DefinitionPin>;
 
 /** The stored session state, without its history (history is stored as appended items). */
 export const SessionHead = z.object({
@@ -267,6 +296,11 @@ export const SessionHead = z.object({
   /** The last inbox sequence number applied to this state. */
   inboxCursor: z.number().int().nonnegative(),
   createdAt: z.string(),
+  /**
+   * The agent definition the session is pinned to; null until a client that knows the definition
+   * starts it or the first worker drives it. Heads written before pinning existed load with null.
+   */
+  definition: DefinitionPin.nullable().default(null),
 });
 export type SessionHead = z.infer<typeof SessionHead>;
 
@@ -425,6 +459,34 @@ export const EventBody = z.discriminatedUnion("type", [
     outcome: ReconcileStatus,
     output: z.string().nullable(),
   }),
+  /**
+   * The session was pinned to a definition: by the client that started it (`by: "client"`), or by the
+   * first worker that drove it (`by: "worker"`). `description` is what the fingerprint was computed from.
+   */
+  event("definition_pinned", {
+    fingerprint: z.string(),
+    by: z.enum(["client", "worker"]),
+    description: z.unknown(),
+  }),
+  /** The session waits for its definition: no running worker serves it, or its migration failed (`error`). */
+  event("definition_waiting", {
+    fingerprint: z.string(),
+    reason: DefinitionWaitReason,
+    error: z.string().nullable(),
+  }),
+  /** A worker that serves the session's definition took the waiting session: it runs again. */
+  event("definition_served", { fingerprint: z.string() }),
+  /**
+   * A migration moved the session from one definition to another (`accept`: unchanged; `transform`:
+   * the application's function rewrote its state and/or appended `appendedItems` history items).
+   */
+  event("definition_migrated", {
+    from: z.string(),
+    to: z.string(),
+    migration: z.enum(["accept", "transform"]),
+    appendedItems: z.number().int().nonnegative(),
+    description: z.unknown(),
+  }),
   event("session_recovered", {
     fence: z.number().int(),
     calls: z.array(z.object({ toolCallId: z.string(), status: CallStatus })),
@@ -452,6 +514,8 @@ export interface SessionSnapshot {
   /** Approvals, rejections and attention resolutions accepted and not yet applied by a worker. */
   unappliedDecisions: number;
   usage: Usage;
+  /** The definition the session is pinned to (fingerprint, and whether it waits for it), or null. */
+  definition: DefinitionPin | null;
   version: number;
   lastEventSeq: number;
 }

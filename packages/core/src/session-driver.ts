@@ -9,10 +9,13 @@
  */
 import { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
 import { HistoryCache } from "./history-cache.js";
-import { machineConfig, type SessionDefinition } from "./definition.js";
-import { LeaseLostError, VersionConflictError } from "./errors.js";
+import { machineConfig, type DefinitionMigration, type MigrationResult, type SessionDefinition } from "./definition.js";
+import { LeaseLostError, MigrationError, VersionConflictError } from "./errors.js";
 import {
   applyAll,
+  applyDefinition,
+  checkMigratedHead,
+  type DefinitionTransition,
   currentCalls,
   isRunnable,
   joinedMessages,
@@ -24,6 +27,7 @@ import {
 import type { RunModelResult } from "./runner.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
 import type { Lease, SessionStore } from "./store.js";
+import { copyData } from "./machine/state.js";
 import { loadStoredSession } from "./stored-session.js";
 import { runReconcileAttempt } from "./reconcile-step.js";
 import { modelAttemptFailed, runToolAttempt } from "./tool-step.js";
@@ -42,9 +46,16 @@ export interface DriveOptions {
   readonly coalescing?: CoalescerOptions;
   /** Histories kept between drives of the same worker (read only past the cached prefix). */
   readonly historyCache?: HistoryCache;
+  /**
+   * The migration to apply when the session is pinned to its `from` fingerprint. A session pinned to
+   * another definition than `definition` without one is not driven: it is marked waiting for its
+   * definition, and the drive ends `unserved`.
+   */
+  readonly migration?: DefinitionMigration;
 }
 
-export type DriveEnd = "idle" | "stopped" | "lost" | "missing";
+/** `unserved`: the session is pinned to a definition the drive does not serve; it was marked waiting and left as it was. */
+export type DriveEnd = "idle" | "stopped" | "lost" | "missing" | "unserved";
 
 export async function driveSession(options: DriveOptions): Promise<DriveEnd> {
   return new SessionDriver(options).run();
@@ -93,6 +104,12 @@ class SessionDriver {
     if (!stored) return "missing";
     this.head = stored.head;
     this.version = stored.version;
+    try {
+      if (!(await this.takeDefinition())) return "unserved";
+    } catch (error) {
+      if (!MigrationError.isInstance(error) && this.isLostError(error)) return "lost";
+      throw error;
+    }
     const unsubscribe = this.store.subscribe((n) => {
       if (n.kind === "inbox" && n.sessionId === this.sessionId) {
         this.inboxDirty = true;
@@ -113,6 +130,106 @@ class SessionDriver {
       unsubscribe();
       this.options.signal.removeEventListener("abort", onAbort);
     }
+  }
+
+  /** The pin's transition that goes into the drive's first commit (pinning the session, or ending its wait). */
+  private pinned: DefinitionTransition | null = null;
+
+  /**
+   * Before anything runs: a session pinned to another definition is migrated (the migration's own
+   * commit) or, without a migration, marked waiting (false: the drive ends); a session not pinned yet
+   * is pinned to this definition, and a waiting one pinned to it runs again (both in the first commit).
+   */
+  private async takeDefinition(): Promise<boolean> {
+    const own = this.definition.fingerprint;
+    const pinned = this.head.definition?.fingerprint ?? null;
+    if (pinned !== null && pinned !== own) {
+      const migration = this.options.migration;
+      if (migration?.from !== pinned) {
+        const t = applyDefinition(this.head, { type: "wait", reason: "unserved" }, Date.now());
+        if (t.changed) await this.commitDefinition(t);
+        return false;
+      }
+      await this.migrate(migration);
+    }
+    const t = applyDefinition(
+      this.head,
+      { type: "pin", fingerprint: own, description: this.definition.description },
+      Date.now(),
+    );
+    this.pinned = t.changed ? t : null;
+    return true;
+  }
+
+  /** Applies a migration as a step of its own: its result is committed before anything runs on the new definition. */
+  private async migrate(migration: DefinitionMigration): Promise<void> {
+    const from = migration.from;
+    const to = this.definition.fingerprint;
+    let result: MigrationResult | undefined;
+    let problem: string | null = null;
+    let cause: unknown;
+    if ("transform" in migration) {
+      const history = copyData(await this.loadHistory());
+      try {
+        const answer: unknown = await migration.transform({
+          sessionId: this.sessionId,
+          from,
+          to,
+          head: copyData(this.head),
+          history,
+        });
+        if (answer !== undefined && (typeof answer !== "object" || answer === null)) {
+          problem = "its transform returned neither nothing nor { head?, appendHistory? }";
+        } else result = answer as MigrationResult | undefined;
+      } catch (error) {
+        cause = error;
+        problem = `its transform threw: ${error instanceof Error ? error.message : String(error)}`;
+      }
+      problem ??= checkMigratedHead(this.head, result?.head ?? this.head, result?.appendHistory ?? []);
+    }
+    const t =
+      problem === null
+        ? applyDefinition(
+            this.head,
+            {
+              type: "migrate",
+              from,
+              to,
+              description: this.definition.description,
+              migration: "transform" in migration ? "transform" : "accept",
+              ...(result?.head ? { head: result.head } : {}),
+              ...(result?.appendHistory ? { appendHistory: result.appendHistory } : {}),
+            },
+            Date.now(),
+          )
+        : null;
+    problem ??= t?.ignored ?? null;
+    if (problem !== null || t === null) {
+      const reason = problem ?? "it did not apply";
+      // The session waits, marked once with why; nothing else of it changes.
+      const wait = applyDefinition(this.head, { type: "wait", reason: "migration_failed", error: reason }, Date.now());
+      if (wait.changed) await this.commitDefinition(wait);
+      throw new MigrationError(this.sessionId, from, to, reason, cause === undefined ? undefined : { cause });
+    }
+    await this.commitDefinition(t);
+  }
+
+  /** Commits a definition transition on its own, under the lease. */
+  private async commitDefinition(t: DefinitionTransition): Promise<void> {
+    await this.serialized(async () => {
+      const result = await this.store.commit({
+        sessionId: this.sessionId,
+        fence: this.options.lease.fence,
+        expectedVersion: this.version,
+        head: t.head,
+        runnable: isRunnable(t.head),
+        appendHistory: t.appendHistory,
+        events: t.events,
+      });
+      this.version = result.version;
+      this.history?.push(...t.appendHistory);
+      this.head = t.head;
+    });
   }
 
   private isLostError(error: unknown): boolean {
@@ -186,8 +303,11 @@ class SessionDriver {
     deltas: readonly EventBody[],
     stopping: boolean,
   ): Promise<void> {
-    const t = applyAll(this.head, inputs, { config: this.config, now: Date.now(), startSteps: !stopping });
-    if (t.changed || deltas.length > 0) {
+    // The pin's transition (first commit only) goes before the session's own.
+    const pin = this.pinned;
+    this.pinned = null;
+    const t = applyAll(pin?.head ?? this.head, inputs, { config: this.config, now: Date.now(), startSteps: !stopping });
+    if (t.changed || deltas.length > 0 || pin) {
       await this.serialized(async () => {
         const result = await this.store.commit({
           sessionId: this.sessionId,
@@ -196,7 +316,7 @@ class SessionDriver {
           head: t.head,
           runnable: isRunnable(t.head),
           appendHistory: t.appendHistory,
-          events: [...deltas, ...t.events],
+          events: [...deltas, ...(pin?.events ?? []), ...t.events],
         });
         this.version = result.version;
         this.history?.push(...t.appendHistory);

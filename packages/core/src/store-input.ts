@@ -5,7 +5,7 @@
  */
 import { InvalidInputError } from "./errors.js";
 import type { EventBody, HistoryItem, InboxEntry, SessionHead } from "./schemas.js";
-import type { AcquireLeaseOptions, Commit, Lease, NewSession } from "./store.js";
+import type { AcquireLeaseOptions, Commit, DefinitionAnnouncement, Lease, NewSession } from "./store.js";
 
 /** The longest session ID every store accepts (PostgreSQL's notifications name the session in an 8000-byte payload). */
 export const maxSessionIdLength = 1000;
@@ -46,6 +46,57 @@ export function checkLeaseRequest(options: AcquireLeaseOptions): void {
   if (!Array.isArray(options.agents) || options.agents.some((agent) => typeof agent !== "string")) {
     throw new InvalidInputError("agents is a list of agent names");
   }
+  for (const what of ["fingerprints", "migrating"] as const) {
+    const list: unknown = options[what];
+    if (list !== undefined && (!Array.isArray(list) || list.some((f) => typeof f !== "string" || f.length === 0))) {
+      throw new InvalidInputError(`${what} is a list of definition fingerprints`, [what]);
+    }
+  }
+}
+
+/** Checks an `announceDefinitions` argument. */
+export function checkAnnouncement(announcement: DefinitionAnnouncement): void {
+  checkWorker(announcement?.workerId);
+  checkTtl(announcement.ttlMs);
+  const definitions: unknown = announcement.definitions;
+  if (
+    !Array.isArray(definitions) ||
+    definitions.some(
+      (d) =>
+        typeof d !== "object" ||
+        d === null ||
+        typeof d.agent !== "string" ||
+        d.agent.length === 0 ||
+        typeof d.fingerprint !== "string" ||
+        d.fingerprint.length === 0 ||
+        (d.role !== "serves" && d.role !== "migrates"),
+    )
+  ) {
+    throw new InvalidInputError('definitions is a list of { agent, fingerprint, role: "serves" | "migrates" }', [
+      "definitions",
+    ]);
+  }
+}
+
+/**
+ * The pin columns a store keeps next to a head: the fingerprint the session is pinned to (`""` while
+ * it is not pinned, so that a lease query is one `IN` list on an indexed column) and whether it waits
+ * for its definition.
+ */
+export function pinColumns(head: SessionHead): { fingerprint: string; waiting: boolean } {
+  const pin = (head as { definition?: { fingerprint?: unknown; waiting?: unknown } | null }).definition;
+  const fingerprint = typeof pin?.fingerprint === "string" ? pin.fingerprint : "";
+  return { fingerprint, waiting: fingerprint !== "" && pin?.waiting != null };
+}
+
+/**
+ * What a lease request takes: `served` (its fingerprints, with `""` for sessions not pinned yet) and
+ * `migrating` (taken only while nobody serves them); null when it takes every pin.
+ */
+export function leaseFingerprints(options: AcquireLeaseOptions): { served: string[]; migrating: string[] } | null {
+  if (options.fingerprints === undefined) return null;
+  const served = ["", ...options.fingerprints];
+  return { served, migrating: (options.migrating ?? []).filter((f) => !served.includes(f)) };
 }
 
 function checkHead(head: SessionHead | undefined, sessionId: string | undefined): asserts head is SessionHead {

@@ -64,6 +64,30 @@ export interface AcquireLeaseOptions {
   readonly ttlMs: number;
   /** Only sessions of these agents. */
   readonly agents: readonly string[];
+  /**
+   * Only sessions pinned to one of these definition fingerprints (`head.definition.fingerprint`), or
+   * not pinned yet, or pinned to one of `migrating` that no live announcement serves. Absent:
+   * whatever their pin (and `migrating` is ignored).
+   */
+  readonly fingerprints?: readonly string[];
+  /** Fingerprints the worker migrates from: their sessions are leased only while no live announcement serves them. */
+  readonly migrating?: readonly string[];
+}
+
+/** One definition a worker takes: one it serves, or one it migrates from (to a definition it serves). */
+export interface AnnouncedDefinition {
+  readonly agent: string;
+  readonly fingerprint: string;
+  readonly role: "serves" | "migrates";
+}
+
+/** The agent definitions one worker takes. */
+export interface DefinitionAnnouncement {
+  readonly workerId: string;
+  /** Replaces the worker's earlier announcement; empty withdraws it. */
+  readonly definitions: readonly AnnouncedDefinition[];
+  /** The announcement holds this long (a worker renews it; one that dies lets it expire). */
+  readonly ttlMs: number;
 }
 
 export interface SessionStore {
@@ -89,6 +113,19 @@ export interface SessionStore {
    * `inboxCursor`) that no live lease holds, or null.
    */
   acquireLease(options: AcquireLeaseOptions): Promise<Lease | null>;
+  /**
+   * Records which definitions a worker takes, until `ttlMs` from now (replacing its earlier record;
+   * an empty list removes it). Optional, with `acquireUnservedLease`: a store without them still pins
+   * sessions, but no worker can tell that a session's definition is served by nobody.
+   */
+  announceDefinitions?(announcement: DefinitionAnnouncement): Promise<void>;
+  /**
+   * Leases one session of these agents that has work, that no live lease holds, that is pinned to a
+   * fingerprint that no live announcement names (in either role) and that is not in the options'
+   * `fingerprints` or `migrating`, and that is not marked waiting already (`head.definition.waiting`),
+   * or null. The worker marks it waiting and releases it.
+   */
+  acquireUnservedLease?(options: AcquireLeaseOptions): Promise<Lease | null>;
   /** Extends a live lease; null when it was lost. */
   renewLease(lease: Lease, ttlMs: number): Promise<Lease | null>;
   releaseLease(lease: Lease): Promise<void>;

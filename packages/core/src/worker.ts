@@ -5,11 +5,12 @@
  */
 import { randomUUID } from "node:crypto";
 import type { CoalescerOptions } from "./coalescer.js";
-import type { SessionDefinition } from "./definition.js";
+import type { DefinitionMigration, SessionDefinition } from "./definition.js";
 import { ConfigurationError } from "./errors.js";
 import { HistoryCache } from "./history-cache.js";
 import { driveSession, type DriveEnd } from "./session-driver.js";
-import type { Lease, SessionStore } from "./store.js";
+import type { AnnouncedDefinition, Lease, SessionStore } from "./store.js";
+import type { SessionHead } from "./schemas.js";
 import { loadStoredSession } from "./stored-session.js";
 
 export interface WorkerOptions {
@@ -23,6 +24,11 @@ export interface WorkerOptions {
   /** Fallback poll for work when no notification arrives. Default 1 s. */
   readonly pollIntervalMs?: number;
   readonly coalescing?: CoalescerOptions;
+  /**
+   * How often a worker that found no work looks for sessions of its agents pinned to a definition
+   * that no running worker serves, to mark them waiting (`waiting_for_definition`). Default 5 s.
+   */
+  readonly definitionCheckIntervalMs?: number;
   /**
    * Every unexpected error: one that ends a drive (a store that fails, stored state it cannot read,
    * a store or runner breaking its contract) and one of leasing or renewing (store unreachable).
@@ -44,6 +50,12 @@ export interface WorkerTestAccess {
 let testAccess: WorkerTestAccess;
 export const workerTestAccess = (): WorkerTestAccess => testAccess;
 
+/** How a worker drives a session: on which of its definitions, through which migration. */
+interface Plan {
+  readonly definition: SessionDefinition;
+  readonly migration?: DefinitionMigration;
+}
+
 interface Held {
   lease: Lease;
   readonly controller: AbortController;
@@ -53,7 +65,15 @@ interface Held {
 export class Worker {
   readonly workerId: string;
   private readonly store: SessionStore;
-  private readonly definitions: ReadonlyMap<string, SessionDefinition>;
+  /** The definitions by fingerprint; the first one of each agent name pins sessions not pinned yet. */
+  private readonly served = new Map<string, SessionDefinition>();
+  private readonly firstOf = new Map<string, SessionDefinition>();
+  /** The migrations by the fingerprint they migrate from (to a definition served here). */
+  private readonly migrating = new Map<string, Plan>();
+  private readonly announcement: readonly AnnouncedDefinition[];
+  private readonly definitionCheckIntervalMs: number;
+  private nextDefinitionCheck = 0;
+  private announceTimer: ReturnType<typeof setInterval> | null = null;
   private readonly concurrency: number;
   private readonly leaseTtlMs: number;
   private readonly pollIntervalMs: number;
@@ -75,7 +95,32 @@ export class Worker {
     if (options.sessions.length === 0) throw new ConfigurationError("a worker needs at least one session definition");
     this.store = options.store;
     this.workerId = options.workerId ?? `worker-${randomUUID()}`;
-    this.definitions = new Map(options.sessions.map((d) => [d.name, d]));
+    for (const definition of options.sessions) {
+      if (!this.served.has(definition.fingerprint)) this.served.set(definition.fingerprint, definition);
+      if (!this.firstOf.has(definition.name)) this.firstOf.set(definition.name, definition);
+    }
+    for (const definition of this.served.values()) {
+      for (const migration of definition.migrations) {
+        // A fingerprint served here runs on its own definition: a migration from it never applies.
+        if (this.served.has(migration.from)) continue;
+        const other = this.migrating.get(migration.from);
+        if (other && other.definition !== definition) {
+          throw new ConfigurationError(
+            `two definitions of the worker migrate from ${migration.from} (${other.definition.fingerprint} and ${definition.fingerprint})`,
+          );
+        }
+        this.migrating.set(migration.from, { definition, migration });
+      }
+    }
+    this.announcement = [
+      ...[...this.served.values()].map((d) => ({ agent: d.name, fingerprint: d.fingerprint, role: "serves" as const })),
+      ...[...this.migrating].map(([fingerprint, plan]) => ({
+        agent: plan.definition.name,
+        fingerprint,
+        role: "migrates" as const,
+      })),
+    ];
+    this.definitionCheckIntervalMs = options.definitionCheckIntervalMs ?? 5_000;
     this.concurrency = options.concurrency ?? 16;
     this.leaseTtlMs = options.leaseTtlMs ?? 15_000;
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
@@ -87,8 +132,40 @@ export class Worker {
     this.unsubscribe = this.store.subscribe((n) => {
       if (n.kind === "work" || n.kind === "inbox") this.poke();
     });
+    void this.announce();
+    this.announceTimer = setInterval(() => void this.announce(), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
     this.loop = this.run();
     return this;
+  }
+
+  /** Tells the store which definitions this worker takes (renewed every third of the lease TTL). */
+  private async announce(withdraw = false): Promise<void> {
+    if (this.dead || !this.store.announceDefinitions) return;
+    try {
+      await this.store.announceDefinitions({
+        workerId: this.workerId,
+        definitions: withdraw ? [] : this.announcement,
+        ttlMs: this.leaseTtlMs,
+      });
+    } catch (error) {
+      this.report(error);
+    }
+  }
+
+  /** Which definition drives this session: the one it is pinned to, one that migrates from it, or (unpinned) the agent's first. */
+  private planFor(head: SessionHead): Plan | null {
+    const pinned = head.definition?.fingerprint;
+    if (pinned === undefined) {
+      const first = this.firstOf.get(head.agent);
+      return first ? { definition: first } : null;
+    }
+    const served = this.served.get(pinned);
+    if (served) return { definition: served };
+    const migration = this.migrating.get(pinned);
+    if (migration && migration.definition.name === head.agent) return migration;
+    // Not ours to drive: the driver only marks it waiting for its definition.
+    const first = this.firstOf.get(head.agent);
+    return first ? { definition: first } : null;
   }
 
   get activeSessions(): number {
@@ -111,6 +188,9 @@ export class Worker {
     for (const h of this.held.values()) h.controller.abort();
     await this.loop;
     this.unsubscribe?.();
+    if (this.announceTimer) clearInterval(this.announceTimer);
+    this.announceTimer = null;
+    await this.announce(true);
   }
 
   /**
@@ -121,6 +201,8 @@ export class Worker {
   private die(): void {
     this.dead = true;
     this.stopping = true;
+    if (this.announceTimer) clearInterval(this.announceTimer);
+    this.announceTimer = null;
     for (const h of this.held.values()) h.controller.abort();
     this.unsubscribe?.();
     this.poke();
@@ -160,12 +242,20 @@ export class Worker {
       }
       let lease: Lease | null = null;
       this.woken = false;
+      const request = {
+        workerId: this.workerId,
+        ttlMs: this.leaseTtlMs,
+        agents: [...this.firstOf.keys()],
+        fingerprints: [...this.served.keys()],
+        migrating: [...this.migrating.keys()],
+      };
       try {
-        lease = await this.store.acquireLease({
-          workerId: this.workerId,
-          ttlMs: this.leaseTtlMs,
-          agents: [...this.definitions.keys()],
-        });
+        lease = await this.store.acquireLease(request);
+        // Found no work: now and then, a session whose definition nobody serves, to mark it waiting.
+        if (!lease && this.store.acquireUnservedLease && Date.now() >= this.nextDefinitionCheck) {
+          lease = await this.store.acquireUnservedLease(request);
+          if (!lease) this.nextDefinitionCheck = Date.now() + this.definitionCheckIntervalMs;
+        }
       } catch (error) {
         this.report(error);
       }
@@ -187,11 +277,12 @@ export class Worker {
     const renew = setInterval(() => void this.renew(entry), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
     const drive = async (): Promise<DriveEnd> => {
       const stored = await loadStoredSession(this.store, lease.sessionId);
-      const def = stored ? this.definitions.get(stored.head.agent) : undefined;
-      if (!stored || !def) return "missing";
+      const plan = stored ? this.planFor(stored.head) : null;
+      if (!stored || !plan) return "missing";
       return driveSession({
         store: this.store,
-        definition: def,
+        definition: plan.definition,
+        ...(plan.migration ? { migration: plan.migration } : {}),
         lease,
         signal: controller.signal,
         stopping: () => this.stopping,

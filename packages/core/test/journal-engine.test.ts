@@ -2,7 +2,8 @@
  * Core's session suite, driven by a second engine written only here (`JournalEngine`: one input
  * per transition, each journaled as its own commit, no Worker) over the same state machine. The
  * scenarios about the machine's rules all pass; left out is the one about core's own driver
- * (coalescing text deltas, which this engine does not stream).
+ * (coalescing text deltas, which this engine does not stream), and the pinning scenarios (this
+ * engine declares it does not pin sessions to its definition).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionClient, defineSession, type SessionHead } from "../src/index.js";
@@ -21,6 +22,11 @@ describe("a journaling engine over the same state machine", () => {
       makeStore: async () => ({ store: new MemoryStore() }),
       makeWorker: (options) => new JournalEngine(options),
       scenarios: (name) => !driverOnly.includes(name),
+      pinning: {
+        supported: false,
+        reason:
+          "the journaling engine shows that the session rules live in the machine; it leases every session of its agent and pins nothing (pinning is core's Worker's, tested on it)",
+      },
     },
   );
 

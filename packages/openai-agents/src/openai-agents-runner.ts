@@ -36,6 +36,7 @@ import {
   PolicyError,
   type HistoryItem,
   type Runner,
+  type RunnerDescription,
   type ToolPolicies,
   type Usage,
 } from "@durable-agents/core";
@@ -51,6 +52,7 @@ import {
   type UserItemKind,
 } from "@durable-agents/core/engine";
 import { gateAgentGraph, readAgentGraph, type AgentGraph, type GraphTool } from "./agent-graph.js";
+import { describeGraph } from "./describe.js";
 import { durableToolInfo } from "./durable-tool.js";
 import { displayOf, toHistoryItem } from "./display.js";
 import { historyWithoutJoined, joinedInputFilter } from "./joined-items.js";
@@ -124,6 +126,7 @@ export class OpenAIAgentsRunner implements Runner {
   readonly #context: unknown;
   readonly #compact: boolean;
   readonly #descriptions: readonly ToolDescription[];
+  readonly #model: Model | string | undefined;
   readonly #outcomes = new AsyncLocalStorage<Outcomes>();
   readonly #nestedRunConfig: Partial<RunConfig>;
   /** The application's own `runConfig.callModelInputFilter`, composed with the placement of steered messages. */
@@ -162,11 +165,17 @@ export class OpenAIAgentsRunner implements Runner {
       ...(config.modelProvider !== undefined ? { modelProvider: config.modelProvider } : {}),
     };
     this.#descriptions = [...this.#graph.tools.values()].map((entry) => describeTool(entry));
+    this.#model = options.model;
     for (const entry of this.#graph.tools.values()) watchNestedApprovals(entry);
   }
 
   tools(): readonly ToolDescription[] {
     return this.#descriptions;
+  }
+
+  /** The agent graph for the definition's fingerprint: agents, models, instructions, tools and their schemas, handoffs. */
+  describe(): RunnerDescription {
+    return describeGraph(this.#graph, this.#model);
   }
 
   validatePolicies(policies: ToolPolicies): void {

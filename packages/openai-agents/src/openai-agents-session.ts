@@ -3,6 +3,7 @@ import type { Agent } from "@openai/agents";
 import {
   defineSession,
   type BackoffPolicy,
+  type DefinitionMigration,
   type RetryPolicy,
   type SessionDefinition,
   type ToolPolicies,
@@ -20,10 +21,13 @@ export interface OpenAIAgentsSessionOptions extends OpenAIAgentsRunnerOptions {
   readonly maxModelSteps?: number;
   /** How long a cancelled turn waits for its calls in flight (ms, core's default 10,000). */
   readonly cancelGraceMs?: number;
+  /** How sessions pinned to earlier definitions (by fingerprint) move to this one (core's `defineSession`). */
+  readonly migrations?: readonly DefinitionMigration[];
 }
 
 export function openAIAgentsSession(agent: Agent<any, any>, options: OpenAIAgentsSessionOptions): SessionDefinition {
-  const { name, policies, modelRetry, toolBackoff, maxModelSteps, cancelGraceMs, ...runnerOptions } = options;
+  const { name, policies, modelRetry, toolBackoff, maxModelSteps, cancelGraceMs, migrations, ...runnerOptions } =
+    options;
   const runner = new OpenAIAgentsRunner(agent, runnerOptions);
   return defineSession({
     name,
@@ -33,5 +37,6 @@ export function openAIAgentsSession(agent: Agent<any, any>, options: OpenAIAgent
     ...(toolBackoff !== undefined ? { toolBackoff } : {}),
     ...(maxModelSteps !== undefined ? { maxModelSteps } : {}),
     ...(cancelGraceMs !== undefined ? { cancelGraceMs } : {}),
+    ...(migrations !== undefined ? { migrations } : {}),
   });
 }

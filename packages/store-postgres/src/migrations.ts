@@ -62,4 +62,32 @@ CREATE TABLE ${s}.inbox (
 );
 `,
   },
+  {
+    version: 2,
+    name: "definition pins and announcements",
+    sql: (s) => `
+-- The fingerprint of the agent definition a session is pinned to ('' while it is not pinned) and
+-- whether it waits for it, kept from the head as runnable and inbox_cursor are, for the lease query.
+ALTER TABLE ${s}.sessions
+  ADD COLUMN fingerprint text NOT NULL DEFAULT '',
+  ADD COLUMN definition_waiting boolean NOT NULL DEFAULT false;
+
+-- The work index gains the fingerprint: a worker's lease query is one = ANY on it, and sessions of
+-- definitions it does not serve cost it nothing. The lease queries repeat the predicate word for word.
+DROP INDEX ${s}.sessions_ready;
+CREATE INDEX sessions_ready ON ${s}.sessions (agent, fingerprint) WHERE runnable OR last_inbox_seq > inbox_cursor;
+
+-- Which definitions each live worker takes (role serves or migrates), until expires_at: a session
+-- pinned to a definition no live row names is waiting for its definition.
+CREATE TABLE ${s}.definition_announcements (
+  agent text NOT NULL,
+  fingerprint text NOT NULL,
+  role text NOT NULL CHECK (role IN ('serves', 'migrates')),
+  worker_id text NOT NULL,
+  expires_at timestamptz NOT NULL,
+  PRIMARY KEY (agent, fingerprint, role, worker_id)
+);
+CREATE INDEX definition_announcements_worker ON ${s}.definition_announcements (worker_id);
+`,
+  },
 ];

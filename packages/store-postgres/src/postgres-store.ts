@@ -1,4 +1,4 @@
-import type { Pool, QueryResultRow } from "pg";
+import type { Pool, QueryResult, QueryResultRow } from "pg";
 import {
   ConfigurationError,
   InvalidInputError,
@@ -18,6 +18,7 @@ import {
   type AcquireLeaseOptions,
   type Commit,
   type CommitResult,
+  type DefinitionAnnouncement,
   type Lease,
   type NewSession,
   type StoreNotification,
@@ -85,6 +86,8 @@ export class PostgresStore implements SessionStore {
       JSON.stringify(events),
       inbox ? JSON.stringify(inbox.entry) : null,
       inbox?.dedupeKey ?? null,
+      storeInput.pinColumns(head).fingerprint,
+      storeInput.pinColumns(head).waiting,
     ]);
     const row = result.rows[0];
     if (!row) throw new SessionStateError(`session "${head.sessionId}" already exists`);
@@ -111,6 +114,7 @@ export class PostgresStore implements SessionStore {
   async commit(commit: Commit): Promise<CommitResult> {
     const { events, history } = storeInput.checkCommit(commit);
     const head = commit.head;
+    const pin = head === undefined ? null : storeInput.pinColumns(head);
     const result = await this.run<{ version: string; last_event_seq: string }>("commit", [
       commit.sessionId,
       commit.fence,
@@ -122,6 +126,8 @@ export class PostgresStore implements SessionStore {
       history.length,
       JSON.stringify(events),
       events.length,
+      pin?.fingerprint ?? null,
+      pin?.waiting ?? null,
     ]);
     const row = result.rows[0];
     if (row) return { version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
@@ -172,12 +178,39 @@ export class PostgresStore implements SessionStore {
   async acquireLease(options: AcquireLeaseOptions): Promise<Lease | null> {
     storeInput.checkLeaseRequest(options);
     if (options.agents.length === 0) return null;
-    const result = await this.run<{ session_id: string; fence: string; expires_at: string }>("acquireLease", [
-      options.agents,
-      options.workerId,
-      Math.ceil(options.ttlMs),
+    const wanted = storeInput.leaseFingerprints(options);
+    const base = [options.agents, options.workerId, Math.ceil(options.ttlMs)];
+    return this.granted(
+      options,
+      wanted === null
+        ? await this.run("acquireLease", base)
+        : await this.run("acquireLeasePinned", [...base, wanted.served, wanted.migrating]),
+    );
+  }
+
+  async acquireUnservedLease(options: AcquireLeaseOptions): Promise<Lease | null> {
+    storeInput.checkLeaseRequest(options);
+    if (options.agents.length === 0) return null;
+    const own = [...(options.fingerprints ?? []), ...(options.migrating ?? [])];
+    return this.granted(
+      options,
+      await this.run("acquireUnservedLease", [options.agents, options.workerId, Math.ceil(options.ttlMs), own]),
+    );
+  }
+
+  async announceDefinitions(announcement: DefinitionAnnouncement): Promise<void> {
+    storeInput.checkAnnouncement(announcement);
+    await this.run("announceDefinitions", [
+      announcement.workerId,
+      JSON.stringify(
+        announcement.definitions.map((d) => ({ agent: d.agent, fingerprint: d.fingerprint, role: d.role })),
+      ),
+      Math.ceil(announcement.ttlMs),
     ]);
-    const row = result.rows[0];
+  }
+
+  private granted(options: AcquireLeaseOptions, result: QueryResult): Lease | null {
+    const row = result.rows[0] as { session_id: string; fence: string; expires_at: string } | undefined;
     if (!row) return null;
     return {
       sessionId: row.session_id,

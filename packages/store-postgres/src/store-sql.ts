@@ -12,6 +12,9 @@ export interface StoreSql {
   readonly enqueue: string;
   readonly readInbox: string;
   readonly acquireLease: string;
+  readonly acquireLeasePinned: string;
+  readonly acquireUnservedLease: string;
+  readonly announceDefinitions: string;
   readonly renewLease: string;
   readonly releaseLease: string;
   readonly readEvents: string;
@@ -23,13 +26,23 @@ const expiresAtMs = "(extract(epoch FROM lease_expires_at) * 1000)::bigint";
 const expiry = "date_trunc('milliseconds', now()) + $3::bigint * interval '1 millisecond'";
 
 export function storeSql(s: string, channel: string): StoreSql {
+  /** A live announcement of session row `alias`'s definition (in `role`, an SQL literal, when given). */
+  const announcedBy = (alias: string, role: string | null) =>
+    `SELECT 1 FROM ${s}.definition_announcements a WHERE a.agent = ${alias}.agent AND a.fingerprint = ${alias}.fingerprint${
+      role ? ` AND a.role = ${role}` : ""
+    } AND a.expires_at > now()`;
+  /** Grants the lease on the session `picked` names ($2 worker, $3 ttl ms). */
+  const grant = `UPDATE ${s}.sessions t SET lease_owner = $2, fence = t.fence + 1, lease_expires_at = ${expiry}, touched_at = now()
+FROM picked WHERE t.session_id = picked.session_id
+RETURNING t.session_id, t.fence, ${expiresAtMs.replace("lease_expires_at", "t.lease_expires_at")} AS expires_at`;
   return {
     // $1 id, $2 agent, $3 head, $4 inbox cursor, $5 events (json array), $6 inbox entry or null,
-    // $7 dedupe key
+    // $7 dedupe key, $8 fingerprint ('' when not pinned), $9 waiting for its definition
     createSession: `
 WITH created AS (
-  INSERT INTO ${s}.sessions (session_id, agent, head, version, inbox_cursor, last_event_seq, last_inbox_seq)
-  VALUES ($1, $2, $3::json, 1, $4::bigint, json_array_length($5::json), CASE WHEN $6::json IS NULL THEN 0 ELSE 1 END)
+  INSERT INTO ${s}.sessions (session_id, agent, head, version, inbox_cursor, last_event_seq, last_inbox_seq, fingerprint, definition_waiting)
+  VALUES ($1, $2, $3::json, 1, $4::bigint, json_array_length($5::json), CASE WHEN $6::json IS NULL THEN 0 ELSE 1 END,
+    $8::text, $9::boolean)
   ON CONFLICT (session_id) DO NOTHING
   RETURNING session_id, last_event_seq, last_inbox_seq
 ), events AS (
@@ -53,11 +66,14 @@ SELECT c.last_event_seq, (SELECT count(*) FROM notes) AS notes FROM created c`,
     readHistory: `SELECT item FROM ${s}.history WHERE session_id = $1 AND position >= $2 ORDER BY position`,
 
     // $1 id, $2 fence, $3 expected version, $4 head or null, $5 runnable or null, $6 inbox cursor
-    // or null, $7 history (json array), $8 its length, $9 events (json array), $10 their count
+    // or null, $7 history (json array), $8 its length, $9 events (json array), $10 their count,
+    // $11 fingerprint or null, $12 waiting or null (both null without a head)
     commit: `
 WITH updated AS (
   UPDATE ${s}.sessions SET
     head = COALESCE($4::json, head),
+    fingerprint = COALESCE($11::text, fingerprint),
+    definition_waiting = COALESCE($12::boolean, definition_waiting),
     version = version + CASE WHEN $4::json IS NULL THEN 0 ELSE 1 END,
     runnable = COALESCE($5::boolean, runnable),
     inbox_cursor = COALESCE($6::bigint, inbox_cursor),
@@ -118,6 +134,52 @@ WITH picked AS (
 UPDATE ${s}.sessions t SET lease_owner = $2, fence = t.fence + 1, lease_expires_at = ${expiry}, touched_at = now()
 FROM picked WHERE t.session_id = picked.session_id
 RETURNING t.session_id, t.fence, ${expiresAtMs.replace("lease_expires_at", "t.lease_expires_at")} AS expires_at`,
+
+    // $1 agents, $2 worker, $3 ttl ms, $4 served fingerprints ('' for sessions not pinned yet),
+    // $5 fingerprints migrated from (taken only while no live announcement serves them)
+    acquireLeasePinned: `
+WITH picked AS (
+  SELECT session_id FROM ${s}.sessions s
+  WHERE agent = ANY($1::text[]) AND ${ready}
+    AND (lease_owner IS NULL OR lease_expires_at <= now())
+    AND (fingerprint = ANY($4::text[])
+      OR (fingerprint = ANY($5::text[]) AND NOT EXISTS (${announcedBy("s", "'serves'")})))
+  ORDER BY touched_at
+  LIMIT 1
+  FOR UPDATE SKIP LOCKED
+)
+${grant}`,
+
+    // $1 agents, $2 worker, $3 ttl ms, $4 fingerprints the caller serves or migrates from
+    acquireUnservedLease: `
+WITH picked AS (
+  SELECT session_id FROM ${s}.sessions s
+  WHERE agent = ANY($1::text[]) AND ${ready}
+    AND (lease_owner IS NULL OR lease_expires_at <= now())
+    AND fingerprint <> '' AND NOT definition_waiting AND fingerprint <> ALL($4::text[])
+    AND NOT EXISTS (${announcedBy("s", null)})
+  ORDER BY touched_at
+  LIMIT 1
+  FOR UPDATE SKIP LOCKED
+)
+${grant}`,
+
+    // $1 worker, $2 definitions (json array of { agent, fingerprint, role }), $3 ttl ms. The worker's
+    // rows not announced any more go, and so do other workers' expired rows; the rest is upserted.
+    announceDefinitions: `
+WITH wanted AS (
+  SELECT d->>'agent' AS agent, d->>'fingerprint' AS fingerprint, d->>'role' AS role
+  FROM json_array_elements($2::json) AS d
+), gone AS (
+  DELETE FROM ${s}.definition_announcements a
+  WHERE (a.worker_id = $1 AND (a.agent, a.fingerprint, a.role) NOT IN (SELECT agent, fingerprint, role FROM wanted))
+    OR (a.worker_id <> $1 AND a.expires_at <= now())
+), put AS (
+  INSERT INTO ${s}.definition_announcements (agent, fingerprint, role, worker_id, expires_at)
+  SELECT agent, fingerprint, role, $1, ${expiry} FROM wanted
+  ON CONFLICT (agent, fingerprint, role, worker_id) DO UPDATE SET expires_at = EXCLUDED.expires_at
+)
+SELECT 1`,
 
     // $1 id, $2 fence, $3 ttl ms, $4 worker
     renewLease: `

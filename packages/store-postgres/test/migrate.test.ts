@@ -15,7 +15,14 @@ const tables = async (schema: string) =>
 
 describe("migrate", () => {
   it("creates the tables once and records every version", async () => {
-    expect(await tables("migrated_first")).toEqual(["events", "history", "inbox", "migrations", "sessions"]);
+    expect(await tables("migrated_first")).toEqual([
+      "definition_announcements",
+      "events",
+      "history",
+      "inbox",
+      "migrations",
+      "sessions",
+    ]);
     const recorded = await db.pool.query("SELECT version, name FROM migrated_first.migrations ORDER BY version");
     expect(recorded.rows).toEqual(migrations.map(({ version, name }) => ({ version, name })));
     expect(await migrate(db.pool, { schema: "migrated_first" })).toEqual({ applied: [] });
@@ -34,6 +41,37 @@ describe("migrate", () => {
     expect((await store.loadSession(id))?.version).toBe(1);
   });
 
+  it("upgrades a schema of version 1 (before pinning): its sessions are not pinned and every worker of their agent leases them", async () => {
+    // A schema as version 1 of the package left it, with one session that has a message waiting.
+    const v1 = migrations[0]!;
+    await db.pool.query(`CREATE SCHEMA legacy;
+      CREATE TABLE legacy.migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+      ${v1.sql("legacy")}
+      INSERT INTO legacy.migrations (version, name) VALUES (1, '${v1.name}');`);
+    const { definition: _, ...legacy } = head("old");
+    await db.pool.query(
+      "INSERT INTO legacy.sessions (session_id, agent, head, version, inbox_cursor, last_inbox_seq) VALUES ('old', $1, $2, 1, 0, 1)",
+      [legacy.agent, JSON.stringify(legacy)],
+    );
+    await db.pool.query(
+      `INSERT INTO legacy.inbox (session_id, seq, entry) VALUES ('old', 1, '{"kind":"message","text":"hi","messageId":null}')`,
+    );
+    expect(await migrate(db.pool, { schema: "legacy" })).toEqual({ applied: [2] });
+    const row = await db.pool.query(
+      "SELECT fingerprint, definition_waiting FROM legacy.sessions WHERE session_id = 'old'",
+    );
+    expect(row.rows).toEqual([{ fingerprint: "", definition_waiting: false }]);
+    const store = new PostgresStore({ pool: db.pool, schema: "legacy" });
+    expect((await store.loadSession("old"))?.head).toEqual(legacy);
+    const lease = await store.acquireLease({
+      workerId: "w",
+      ttlMs: 5_000,
+      agents: [legacy.agent],
+      fingerprints: ["fp-new"],
+    });
+    expect(lease?.sessionId).toBe("old");
+  });
+
   it("refuses a schema name that is not a plain identifier, creating nothing", async () => {
     for (const schema of ["Bad", "x; DROP TABLE y", "1abc", "a".repeat(51), ""]) {
       await expect(migrate(db.pool, { schema })).rejects.toSatisfy(ConfigurationError.isInstance);
@@ -47,7 +85,14 @@ describe("migrate", () => {
     const sql = migrationSql({ schema: "printed" });
     expect(sql).toContain("CREATE TABLE printed.sessions");
     await db.pool.query(sql);
-    expect(await tables("printed")).toEqual(["events", "history", "inbox", "migrations", "sessions"]);
+    expect(await tables("printed")).toEqual([
+      "definition_announcements",
+      "events",
+      "history",
+      "inbox",
+      "migrations",
+      "sessions",
+    ]);
     expect(await migrate(db.pool, { schema: "printed" })).toEqual({ applied: [] });
   });
 });

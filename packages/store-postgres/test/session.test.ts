@@ -46,6 +46,8 @@ describe("createSession and loadSession", () => {
       leaseExpiresAt: null,
       runnable: false,
       inboxCursor: 0,
+      fingerprint: null,
+      definitionWaiting: false,
       head: head(id),
     });
     expect(await raw.events(id)).toEqual([

@@ -21,6 +21,8 @@ export function sqliteRawReader(path: string): RawStoreReader & { close(): void 
         leaseExpiresAt: row.lease_expires_at === null ? null : Number(row.lease_expires_at),
         runnable: Number(row.runnable) === 1,
         inboxCursor: Number(row.inbox_cursor),
+        fingerprint: row.fingerprint === "" ? null : String(row.fingerprint),
+        definitionWaiting: Number(row.definition_waiting) === 1,
         head: JSON.parse(String(row.head)),
       };
     },

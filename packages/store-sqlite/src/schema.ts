@@ -86,6 +86,33 @@ CREATE TABLE signals (
 INSERT INTO signals (name, value) VALUES ('work', 0);
 `,
   },
+  {
+    version: 2,
+    name: "definition pins and announcements",
+    sql: `
+-- The fingerprint of the agent definition a session is pinned to ('' while it is not pinned) and
+-- whether it waits for it, kept from the head as runnable and inbox_cursor are, for the lease query.
+ALTER TABLE sessions ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN definition_waiting INTEGER NOT NULL DEFAULT 0;
+
+-- The work index gains the fingerprint: a worker's lease query is one IN list on it, and sessions
+-- of definitions it does not serve cost it nothing. The lease queries repeat the predicate.
+DROP INDEX sessions_ready;
+CREATE INDEX sessions_ready ON sessions (agent, fingerprint, touched_at) WHERE runnable OR last_inbox_seq > inbox_cursor;
+
+-- Which definitions each live worker takes (role 'serves' or 'migrates'), until expires_at (epoch
+-- ms): a session pinned to a definition no live row names is waiting for its definition.
+CREATE TABLE definition_announcements (
+  agent TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  role TEXT NOT NULL,
+  worker_id TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (agent, fingerprint, role, worker_id)
+) WITHOUT ROWID;
+CREATE INDEX definition_announcements_worker ON definition_announcements (worker_id);
+`,
+  },
 ];
 
 export const LATEST_VERSION = migrations.length;

@@ -21,6 +21,7 @@ import {
   type AcquireLeaseOptions,
   type Commit,
   type CommitResult,
+  type DefinitionAnnouncement,
   type Lease,
   type NewSession,
   type StoreNotification,
@@ -59,6 +60,8 @@ interface StoredRow {
   inbox_cursor: number;
   history_length: number;
   last_event_seq: number;
+  fingerprint: string;
+  definition_waiting: number;
 }
 
 /** Stores of this process, by file: a write wakes every store on the same file at once. */
@@ -114,6 +117,7 @@ export class SqliteStore implements SessionStore {
   async createSession(session: NewSession): Promise<CommitResult> {
     const { head, events } = storeInput.checkNewSession(session);
     const inbox = session.inbox;
+    const pin = storeInput.pinColumns(head);
     await this.write(() => {
       const now = this.now();
       const created = this.statements.createSession.run(
@@ -125,6 +129,8 @@ export class SqliteStore implements SessionStore {
         inbox ? 1 : 0,
         now,
         now,
+        pin.fingerprint,
+        pin.waiting ? 1 : 0,
       );
       if (created.changes === 0) throw new SessionStateError(`a session with ID "${head.sessionId}" already exists`);
       this.insertEvents(head.sessionId, 0, events, now);
@@ -189,6 +195,10 @@ export class SqliteStore implements SessionStore {
             row.id,
           );
         }
+        const pin = storeInput.pinColumns(head);
+        if (pin.fingerprint !== row.fingerprint || (pin.waiting ? 1 : 0) !== row.definition_waiting) {
+          this.statements.commitPin.run(pin.fingerprint, pin.waiting ? 1 : 0, row.id);
+        }
         for (const [i, item] of history.entries()) {
           this.statements.insertHistory.run(commit.sessionId, row.history_length + i, JSON.stringify(item));
         }
@@ -237,15 +247,44 @@ export class SqliteStore implements SessionStore {
     storeInput.checkLeaseRequest(options);
     if (options.agents.length === 0) return null;
     const agents = JSON.stringify(options.agents);
+    const wanted = storeInput.leaseFingerprints(options);
+    if (wanted === null) return this.grant(options, (now) => this.statements.findReady.get({ agents, now }));
+    const served = JSON.stringify(wanted.served);
+    const migrating = JSON.stringify(wanted.migrating);
+    return this.grant(options, (now) => this.statements.findReadyPinned.get({ agents, served, migrating, now }));
+  }
+
+  async announceDefinitions(announcement: DefinitionAnnouncement): Promise<void> {
+    storeInput.checkAnnouncement(announcement);
+    await this.write(() => {
+      const now = this.now();
+      this.statements.dropExpiredAnnouncements.run(now);
+      this.statements.withdrawAnnouncement.run(announcement.workerId);
+      const expiresAt = now + Math.ceil(announcement.ttlMs);
+      for (const d of announcement.definitions) {
+        this.statements.insertAnnouncement.run(d.agent, d.fingerprint, d.role, announcement.workerId, expiresAt);
+      }
+    });
+  }
+
+  async acquireUnservedLease(options: AcquireLeaseOptions): Promise<Lease | null> {
+    storeInput.checkLeaseRequest(options);
+    if (options.agents.length === 0) return null;
+    const agents = JSON.stringify(options.agents);
+    const own = JSON.stringify([...(options.fingerprints ?? []), ...(options.migrating ?? [])]);
+    return this.grant(options, (now) => this.statements.findUnserved.get({ agents, own, now }));
+  }
+
+  /** Leases the session `find` names at `now`: found by a read first, then again inside the write. */
+  private async grant(options: AcquireLeaseOptions, find: (now: number) => unknown): Promise<Lease | null> {
+    const pick = (now: number) => find(now) as { session_id: string } | undefined;
     // A read first: a worker that finds nothing to do never takes the file's write lock.
-    const candidate = await this.read(
-      () => this.statements.findReady.get(agents, this.now()) as { session_id: string } | undefined,
-    );
+    const candidate = await this.read(() => pick(this.now()));
     if (!candidate) return null;
     return this.write(() => {
       // In the write transaction the candidate is checked again: another process may have taken it.
       const now = this.now();
-      const found = this.statements.findReady.get(agents, now) as { session_id: string } | undefined;
+      const found = pick(now);
       if (!found) return null;
       const expiresAt = now + Math.ceil(options.ttlMs);
       const row = this.statements.grantLease.get(options.workerId, expiresAt, now, found.session_id, now) as

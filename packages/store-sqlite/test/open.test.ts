@@ -7,7 +7,7 @@ import { DatabaseSync } from "node:sqlite";
 import { ConfigurationError, StoreOpenError } from "@durable-agents/core";
 import { newSessionHead } from "@durable-agents/core/engine";
 import { afterEach, describe, expect, it } from "vitest";
-import { APPLICATION_ID, SCHEMA_VERSION, SqliteStore } from "../src/index.js";
+import { APPLICATION_ID, migrations, SCHEMA_VERSION, SqliteStore, sqliteRawReader } from "../src/index.js";
 import { tempStoreDir } from "../src/testing/index.js";
 
 const dirs: ReturnType<typeof tempStoreDir>[] = [];
@@ -69,6 +69,40 @@ describe("opening a store file", () => {
     expect((await again.loadSession("s1"))?.head).toEqual(head);
     expect((await again.readEvents("s1", 0)).map((e) => e.type)).toEqual(["session_created"]);
     await again.close();
+  });
+
+  it("migrates a version 1 file (before pinning): its sessions are not pinned and every worker of their agent leases them", async () => {
+    const path = temp().file();
+    // A file as version 1 of the package wrote it: its schema, and one session with a message waiting.
+    const db = new DatabaseSync(path);
+    db.exec(migrations[0]!.sql);
+    db.exec(`PRAGMA application_id = ${APPLICATION_ID}`);
+    db.exec("PRAGMA user_version = 1");
+    const { definition: _, ...legacy } = newSessionHead("old", "agent", "2025-01-01T00:00:00.000Z");
+    db.prepare(
+      "INSERT INTO sessions (session_id, agent, head, version, inbox_cursor, last_inbox_seq, created_at, touched_at) VALUES (?, ?, ?, 1, 0, 1, 0, 0)",
+    ).run("old", "agent", JSON.stringify(legacy));
+    db.prepare("INSERT INTO inbox (session_id, seq, entry, created_at) VALUES ('old', 1, ?, 0)").run(
+      JSON.stringify({ kind: "message", text: "hello", messageId: null }),
+    );
+    db.close();
+
+    const store = new SqliteStore({ path });
+    const check = new DatabaseSync(path, { readOnly: true });
+    expect(check.prepare("PRAGMA user_version").get()).toEqual({ user_version: SCHEMA_VERSION });
+    check.close();
+    const raw = sqliteRawReader(path);
+    expect(await raw.session("old")).toMatchObject({ fingerprint: null, definitionWaiting: false });
+    raw.close();
+    expect((await store.loadSession("old"))?.head).toEqual(legacy);
+    const lease = await store.acquireLease({
+      workerId: "w",
+      ttlMs: 5_000,
+      agents: ["agent"],
+      fingerprints: ["fp-new"],
+    });
+    expect(lease?.sessionId).toBe("old");
+    await store.close();
   });
 
   it("uses synchronous=FULL by default and NORMAL when asked", async () => {

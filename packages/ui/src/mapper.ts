@@ -109,6 +109,11 @@ export class SessionEventMapper {
       case "message_queued":
       case "history_appended":
       case "cancel_skipped":
+      // The session's pin to its agent definition: not part of a turn's chat (its status says it waits).
+      case "definition_pinned":
+      case "definition_waiting":
+      case "definition_served":
+      case "definition_migrated":
         return [];
       case "turn_started":
         return this.#turnStarted(event.data.turnId, event.data.text, event.at);

@@ -248,6 +248,14 @@ function cancelledTurn() {
   });
   add({ type: "cancel_skipped", data: { turnId: "turn-3", requestId: "r2", why: "the turn had ended" } });
   add({ type: "text_delta", data: { turnId: "turn-3", text: "late" } });
+  // The session's pin to its agent definition (core's pinning): none of it is chat.
+  add({ type: "definition_pinned", data: { fingerprint: "fp1-a", by: "worker", description: {} } });
+  add({ type: "definition_waiting", data: { fingerprint: "fp1-a", reason: "unserved", error: null } });
+  add({ type: "definition_served", data: { fingerprint: "fp1-a" } });
+  add({
+    type: "definition_migrated",
+    data: { from: "fp1-a", to: "fp1-b", migration: "accept", appendedItems: 0, description: {} },
+  });
   return events;
 }
 
@@ -724,6 +732,10 @@ describe("the event → UI chunk mapping", () => {
       },
       { seq: 16, type: "cancel_skipped", chunks: [] },
       { seq: 17, type: "text_delta", chunks: [] },
+      { seq: 18, type: "definition_pinned", chunks: [] },
+      { seq: 19, type: "definition_waiting", chunks: [] },
+      { seq: 20, type: "definition_served", chunks: [] },
+      { seq: 21, type: "definition_migrated", chunks: [] },
     ]);
     const mapper = new SessionEventMapper({ sessionId: "s1" });
     const message = await assemble(events.flatMap((event) => mapper.map(event)));
@@ -787,6 +799,6 @@ describe("the event → UI chunk mapping", () => {
     for (const event of events.slice(8)) mapper.map(event);
     expect(mapper.openTurnId).toBeNull();
     expect(mapper.pendingApprovals).toEqual([]);
-    expect(mapper.lastSeq).toBe(17);
+    expect(mapper.lastSeq).toBe(21);
   });
 });

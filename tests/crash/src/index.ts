@@ -27,6 +27,7 @@ export {
   type ExecutionStart,
 } from "./execution-log.js";
 export { parseFlags } from "./flags.js";
+export { deployAgents, type DeployAgentsOptions, type DeployExecution, type DeployVersion } from "./deploy-agent.js";
 export { formatReport, summarizeViolations } from "./format-report.js";
 export {
   checkInvariants,

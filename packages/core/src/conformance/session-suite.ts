@@ -3,7 +3,7 @@
  * (SessionClient, Worker) for one (runner, store) pair.
  */
 import assert from "node:assert/strict";
-import { defineSession, type SessionDefinition } from "../definition.js";
+import { defineSession, type SessionDefinition, type SessionDefinitionOptions } from "../definition.js";
 import {
   DuplicateResolutionError,
   InputTooLargeError,
@@ -29,11 +29,25 @@ interface Env {
   readonly client: SessionClient;
   readonly definition: SessionDefinition;
   readonly workers: ConformanceWorker[];
-  startWorker(options?: { leaseTtlMs?: number; concurrency?: number }): ConformanceWorker;
+  startWorker(options?: {
+    leaseTtlMs?: number;
+    concurrency?: number;
+    definition?: SessionDefinition;
+  }): ConformanceWorker;
+  /** Another definition of the suite's agent, on a runner built from this variant of the tools. */
+  defineVersion(variant: ToolVariant, migrations?: SessionDefinitionOptions["migrations"]): Promise<SessionDefinition>;
 }
+
+/**
+ * The tools of one version of the suite's agent: `v1` (the suite's own), `reason` (`cancel_order`
+ * also requires a `reason`: a new argument schema), `extra` (one more tool, `look_up_invoice`).
+ */
+type ToolVariant = "v1" | "reason" | "extra";
 
 interface Execution {
   readonly tool: string;
+  /** The version of the tools that ran it. */
+  readonly variant: ToolVariant;
   readonly args: Record<string, unknown>;
   readonly key: string | undefined;
   readonly attempt: number | undefined;
@@ -121,10 +135,11 @@ class ToolBox {
     return this.executions.filter((e) => e.tool === tool).length;
   }
 
-  private record(tool: string, args: Record<string, unknown>): Execution {
+  private record(tool: string, variant: ToolVariant, args: Record<string, unknown>): Execution {
     const call = currentToolCall();
     const execution: Execution = {
       tool,
+      variant,
       args,
       key: call?.idempotencyKey,
       attempt: call?.attempt,
@@ -135,7 +150,7 @@ class ToolBox {
     return execution;
   }
 
-  tools(): ConformanceTool[] {
+  tools(variant: ToolVariant = "v1"): ConformanceTool[] {
     const box = this;
     const tool = (
       name: string,
@@ -148,7 +163,7 @@ class ToolBox {
       parameters,
       ...extra,
       async execute(args) {
-        const execution = box.record(name, args);
+        const execution = box.record(name, variant, args);
         try {
           return await body(args, execution);
         } finally {
@@ -162,11 +177,19 @@ class ToolBox {
         if (gate) await gate.promise;
         return `order ${String(args.order_id)} is shipped`;
       }),
-      tool("cancel_order", { order_id: "string" }, async (args) => {
-        const gate = box.gates.get("cancel_order");
-        if (gate) await gate.promise;
-        return `order ${String(args.order_id)} is cancelled`;
-      }),
+      tool(
+        "cancel_order",
+        variant === "reason" ? { order_id: "string", reason: "string" } : { order_id: "string" },
+        async (args) => {
+          const gate = box.gates.get("cancel_order");
+          if (gate) await gate.promise;
+          const why = variant === "reason" ? ` (${String(args.reason)})` : "";
+          return `order ${String(args.order_id)} is cancelled${why}`;
+        },
+      ),
+      ...(variant === "extra"
+        ? [tool("look_up_invoice", { invoice_id: "string" }, (args) => `invoice ${String(args.invoice_id)} is paid`)]
+        : []),
       tool("flaky_read", { key: "string", failures: "number" }, (args) => {
         const id = `${currentToolCall()?.idempotencyKey}`;
         const left = box.failuresLeft.get(id) ?? Number(args.failures);
@@ -303,38 +326,43 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
   const live: (() => Promise<void>)[] = [];
   const setup = async (box: ToolBox, workers = 1): Promise<Env> => {
     const { store, cleanup } = await options.makeStore();
-    const runner = await options.makeRunner(box.tools());
-    const definition = defineSession({
-      name: "conformance",
-      runner,
-      policies: policiesFor(box),
-      modelRetry: { maxAttempts: 3, initialDelayMs: 5, maxDelayMs: 20 },
-      toolBackoff: { initialDelayMs: 5, maxDelayMs: 20 },
-      cancelGraceMs,
-    });
+    const defineVersion = async (variant: ToolVariant, migrations?: SessionDefinitionOptions["migrations"]) =>
+      defineSession({
+        name: "conformance",
+        runner: await options.makeRunner(box.tools(variant)),
+        policies: variant === "extra" ? { ...policiesFor(box), look_up_invoice: { effect: "read" } } : policiesFor(box),
+        modelRetry: { maxAttempts: 3, initialDelayMs: 5, maxDelayMs: 20 },
+        toolBackoff: { initialDelayMs: 5, maxDelayMs: 20 },
+        cancelGraceMs,
+        ...(migrations ? { migrations } : {}),
+      });
+    const definition = await defineVersion("v1");
     const started: ConformanceWorker[] = [];
     const env: Env = {
       store,
       client: new SessionClient({ store }),
       definition,
       workers: started,
+      defineVersion,
       startWorker(o = {}) {
         const settings = {
           store,
-          definition,
+          definition: o.definition ?? definition,
           pollIntervalMs: 25,
           leaseTtlMs: o.leaseTtlMs ?? 5_000,
           concurrency: o.concurrency ?? 16,
+          definitionCheckIntervalMs: 50,
         };
         const worker = options.makeWorker
           ? options.makeWorker(settings)
           : coreWorker(
               new Worker({
                 store,
-                sessions: [definition],
+                sessions: [settings.definition],
                 pollIntervalMs: settings.pollIntervalMs,
                 leaseTtlMs: settings.leaseTtlMs,
                 concurrency: settings.concurrency,
+                definitionCheckIntervalMs: settings.definitionCheckIntervalMs,
                 onError: () => {},
               }),
             );
@@ -359,6 +387,8 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
   const scenario = (name: string, body: (box: ToolBox) => Promise<void>) =>
     (options.scenarios?.(name) ?? true) &&
+    // An engine that does not pin sessions to its workers' definitions declares it (with the reason).
+    !(name.startsWith("pinning:") && options.pinning?.supported === false) &&
     t.it(
       name,
       async () => {
@@ -1611,5 +1641,180 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       );
       assert.equal(box.count("send_email"), 1);
     });
+
+    // Pinning (DESIGN §9): a session runs only on the definition it started with, unless a migration says how.
+    const eventsOfType = async <T extends SessionEvent["type"]>(env: Env, sessionId: string, type: T) =>
+      (await env.client.readEvents(sessionId)).filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type);
+
+    /** A session of definition v1 waiting for approval of cancel_order, and v1's worker stopped. */
+    const waitingOnV1 = async (env: Env, box: ToolBox) => {
+      const v1 = env.definition;
+      const client = new SessionClient({ store: env.store, sessions: [v1] });
+      const first = env.startWorker({ definition: v1 });
+      const { sessionId } = await client.startSession({
+        agent: "conformance",
+        message: 'call cancel_order {"order_id":"1002"}',
+      });
+      const waiting = await client.waitUntilIdle(sessionId);
+      assert.equal(waiting.status, "awaiting_approval");
+      assert.equal(waiting.definition?.fingerprint, v1.fingerprint, "the client pinned it to v1 at start");
+      const pinned = await eventsOfType(env, sessionId, "definition_pinned");
+      assert.deepEqual(
+        pinned.map((e) => [e.data.fingerprint, e.data.by]),
+        [[v1.fingerprint, "client"]],
+      );
+      await first.stop({ timeoutMs: 2_000 });
+      assert.equal(box.count("cancel_order"), 0);
+      return { sessionId, interruptId: waiting.pendingInterrupts[0]!.interruptId, waiting };
+    };
+
+    scenario(
+      "pinning: without a migration a session waits for its definition, and finishes on its own definition's worker",
+      async (box) => {
+        const env = await setup(box, 0);
+        const v1 = env.definition;
+        const v2 = await env.defineVersion("reason");
+        assert.notEqual(v2.fingerprint, v1.fingerprint, "a new argument schema is another definition");
+        const { sessionId, interruptId, waiting } = await waitingOnV1(env, box);
+        env.startWorker({ definition: v2 });
+        // A new session goes to the new definition's worker.
+        const client2 = new SessionClient({ store: env.store, sessions: [v2] });
+        const fresh = await client2.startSession({
+          agent: "conformance",
+          message: 'call look_up_order {"order_id":"7"}',
+        });
+        const freshDone = await client2.waitUntilIdle(fresh.sessionId);
+        assert.equal(freshDone.turn?.finalText, "Results: look_up_order -> order 7 is shipped");
+        assert.equal(freshDone.definition?.fingerprint, v2.fingerprint);
+        assert.deepEqual(
+          box.executions.filter((e) => e.tool === "look_up_order").map((e) => e.variant),
+          ["reason"],
+        );
+        // The old session's approval arrives while only v2 runs: it waits, visibly, and is not failed.
+        await env.client.approve(sessionId, interruptId);
+        const parked = await env.client.waitUntilIdle(sessionId);
+        assert.equal(parked.status, "waiting_for_definition");
+        assert.equal(parked.definition?.fingerprint, v1.fingerprint);
+        assert.equal(parked.definition?.waiting?.reason, "unserved");
+        assert.equal(parked.unappliedDecisions, 1, "the approval waits in the inbox, not applied to v2's tool");
+        assert.equal(parked.turn?.phase, "tools");
+        assert.deepEqual(parked.turn?.calls, waiting.turn?.calls, "nothing of the turn changed");
+        assert.equal(box.count("cancel_order"), 0);
+        const marks = await eventsOfType(env, sessionId, "definition_waiting");
+        assert.deepEqual(
+          marks.map((e) => [e.data.fingerprint, e.data.reason]),
+          [[v1.fingerprint, "unserved"]],
+        );
+        // Marked once: the v2 worker goes on looking for work without marking it again.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        assert.equal((await eventsOfType(env, sessionId, "definition_waiting")).length, 1);
+        assert.equal((await eventsOfType(env, sessionId, "turn_failed")).length, 0);
+        // A worker of v1 comes back: the session finishes there, on v1's tool.
+        env.startWorker({ definition: v1 });
+        const done = await env.client.waitFor(sessionId, (s) => s.status === "idle" && s.turn?.phase === "completed");
+        assert.equal(done.turn?.finalText, "Results: cancel_order -> order 1002 is cancelled");
+        assert.equal(done.definition?.fingerprint, v1.fingerprint);
+        assert.equal(done.definition?.waiting, null);
+        assert.deepEqual(
+          box.executions.filter((e) => e.tool === "cancel_order").map((e) => e.variant),
+          ["v1"],
+        );
+        assert.equal((await eventsOfType(env, sessionId, "definition_served")).length, 1);
+      },
+    );
+
+    scenario(
+      "pinning: a registered migration moves a session waiting for approval to the new definition",
+      async (box) => {
+        const env = await setup(box, 0);
+        const v1 = env.definition;
+        const { sessionId, interruptId } = await waitingOnV1(env, box);
+        // v2 requires a reason; its migration gives the pending call one, on the call and on its interrupt.
+        const v2 = await env.defineVersion("reason", [
+          {
+            from: v1.fingerprint,
+            transform: ({ head }) => {
+              const withReason = (args: string) => JSON.stringify({ ...JSON.parse(args), reason: "migrated" });
+              for (const call of head.turn?.calls ?? []) call.arguments = withReason(call.arguments);
+              for (const interrupt of head.pendingInterrupts) interrupt.arguments = withReason(interrupt.arguments);
+              return { head };
+            },
+          },
+        ]);
+        env.startWorker({ definition: v2 });
+        await env.client.approve(sessionId, interruptId);
+        const done = await env.client.waitFor(sessionId, (s) => s.status === "idle" && s.turn?.phase === "completed");
+        assert.equal(done.definition?.fingerprint, v2.fingerprint);
+        assert.equal(done.turn?.finalText, "Results: cancel_order -> order 1002 is cancelled (migrated)");
+        const runs = box.executions.filter((e) => e.tool === "cancel_order");
+        assert.deepEqual(
+          runs.map((e) => [e.variant, e.args.reason]),
+          [["reason", "migrated"]],
+          "the approved call ran once, on v2, with the migrated arguments",
+        );
+        const migrated = await eventsOfType(env, sessionId, "definition_migrated");
+        assert.deepEqual(
+          migrated.map((e) => [e.data.from, e.data.to, e.data.migration]),
+          [[v1.fingerprint, v2.fingerprint, "transform"]],
+        );
+        assert.equal((await eventsOfType(env, sessionId, "definition_waiting")).length, 0);
+        // The migration is its own step: committed before the approval was applied.
+        const all = await env.client.readEvents(sessionId);
+        const at = (type: string) => all.findIndex((e) => e.type === type);
+        assert.ok(at("definition_migrated") < at("interrupt_resolved"));
+      },
+    );
+
+    scenario(
+      "pinning: a migration that fails leaves the session waiting and unchanged; one that accepts moves it",
+      async (box) => {
+        const env = await setup(box, 0);
+        const v1 = env.definition;
+        const { sessionId, interruptId, waiting } = await waitingOnV1(env, box);
+        const broken = await env.defineVersion("extra", [
+          {
+            from: v1.fingerprint,
+            transform: () => {
+              throw new Error("cannot read this session");
+            },
+          },
+        ]);
+        const bad = env.startWorker({ definition: broken, leaseTtlMs: 400 });
+        await env.client.approve(sessionId, interruptId);
+        const parked = await env.client.waitUntilIdle(sessionId);
+        assert.equal(parked.status, "waiting_for_definition");
+        assert.equal(parked.definition?.fingerprint, v1.fingerprint, "a failed migration changes no pin");
+        assert.equal(parked.definition?.waiting?.reason, "migration_failed");
+        assert.match(parked.definition?.waiting?.error ?? "", /cannot read this session/);
+        assert.deepEqual(parked.turn?.calls, waiting.turn?.calls);
+        assert.deepEqual(parked.pendingInterrupts, waiting.pendingInterrupts);
+        assert.equal(parked.unappliedDecisions, 1);
+        const marks = await eventsOfType(env, sessionId, "definition_waiting");
+        assert.deepEqual(
+          marks.map((e) => e.data.reason),
+          ["migration_failed"],
+        );
+        assert.equal((await eventsOfType(env, sessionId, "definition_migrated")).length, 0);
+        assert.equal(box.count("cancel_order"), 0);
+        await bad.stop({ timeoutMs: 2_000 });
+        // The same tools with a migration that accepts the session as it is.
+        const accepting = await env.defineVersion("extra", [{ from: v1.fingerprint, accept: true }]);
+        assert.equal(accepting.fingerprint, broken.fingerprint, "migrations are not part of the fingerprint");
+        env.startWorker({ definition: accepting });
+        const done = await env.client.waitFor(sessionId, (s) => s.status === "idle" && s.turn?.phase === "completed");
+        assert.equal(done.definition?.fingerprint, accepting.fingerprint);
+        assert.equal(done.turn?.finalText, "Results: cancel_order -> order 1002 is cancelled");
+        assert.deepEqual(
+          box.executions.filter((e) => e.tool === "cancel_order").map((e) => e.variant),
+          ["extra"],
+        );
+        const migrated = await eventsOfType(env, sessionId, "definition_migrated");
+        assert.deepEqual(
+          migrated.map((e) => [e.data.from, e.data.migration, e.data.appendedItems]),
+          [[v1.fingerprint, "accept", 0]],
+        );
+        assert.equal((await eventsOfType(env, sessionId, "definition_waiting")).length, 1, "marked once");
+      },
+    );
   });
 }

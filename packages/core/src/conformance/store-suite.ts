@@ -82,6 +82,37 @@ async function create(store: SessionStore, options: { withMessage?: boolean } = 
   return head;
 }
 
+/** A session pinned to `fingerprint` (null: not pinned), with a message waiting unless told otherwise. */
+async function createPinned(
+  store: SessionStore,
+  fingerprint: string | null,
+  options: { waiting?: boolean; withMessage?: boolean } = {},
+): Promise<SessionHead> {
+  const head: SessionHead = {
+    ...newSessionHead(`s-${randomUUID()}`, agent, new Date().toISOString()),
+    definition:
+      fingerprint === null
+        ? null
+        : {
+            fingerprint,
+            waiting: options.waiting ? { reason: "unserved", since: Date.now(), error: null } : null,
+          },
+  };
+  await store.createSession({
+    head,
+    events: [{ type: "session_created", data: { agent } }],
+    ...(options.withMessage === false ? {} : { inbox: { entry: message("hello"), dedupeKey: null } }),
+  });
+  return head;
+}
+
+/** Leases until null, releasing nothing: the IDs of every session this request gets. */
+async function leaseAll(acquire: () => Promise<Lease | null>): Promise<string[]> {
+  const ids: string[] = [];
+  for (let lease = await acquire(); lease; lease = await acquire()) ids.push(lease.sessionId);
+  return ids.sort();
+}
+
 async function lease(store: SessionStore, workerId = "w1", ttlMs = 5_000): Promise<Lease> {
   const granted = await store.acquireLease({ workerId, ttlMs, agents: [agent] });
   assert.ok(granted, "a runnable session is leased");
@@ -487,6 +518,175 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       );
       const current = await create(store);
       assert.deepEqual((await loadStoredSession(store, current.sessionId))?.head, current);
+    });
+
+    test("a lease request with fingerprints gets only sessions pinned to them, or not pinned yet", async () => {
+      const { store, raw } = await open();
+      const a = await createPinned(store, "fp-a");
+      const b = await createPinned(store, "fp-b");
+      const unpinned = await createPinned(store, null);
+      assert.equal((await raw.session(a.sessionId))?.fingerprint, "fp-a");
+      assert.equal((await raw.session(unpinned.sessionId))?.fingerprint, null);
+      const got = await leaseAll(() =>
+        store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: [agent], fingerprints: ["fp-a"] }),
+      );
+      assert.deepEqual(got, [a.sessionId, unpinned.sessionId].sort(), "never the session pinned to fp-b");
+      assert.equal((await raw.session(b.sessionId))?.leaseOwner, null);
+      const rest = await leaseAll(() => store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: [agent] }));
+      assert.deepEqual(rest, [b.sessionId], "without fingerprints, whatever the pin");
+      await assert.rejects(
+        store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: [agent], fingerprints: "fp-a" as never }),
+        InvalidInputError.isInstance,
+      );
+      await assert.rejects(
+        store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: [agent], fingerprints: [], migrating: [""] }),
+        InvalidInputError.isInstance,
+      );
+    });
+
+    test("a commit moves the pin the store keeps: fingerprint and waiting mark follow the head", async () => {
+      const { store, raw } = await open();
+      const head = await createPinned(store, null);
+      const l = await lease(store);
+      const pinned: SessionHead = { ...head, inboxCursor: 1, definition: { fingerprint: "fp-a", waiting: null } };
+      await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 1,
+        head: pinned,
+        runnable: true,
+        events: [],
+      });
+      let row = await raw.session(head.sessionId);
+      assert.equal(row?.fingerprint, "fp-a");
+      assert.equal(row?.definitionWaiting, false);
+      const waiting: SessionHead = {
+        ...pinned,
+        definition: { fingerprint: "fp-a", waiting: { reason: "unserved", since: 1, error: null } },
+      };
+      await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 2,
+        head: waiting,
+        runnable: true,
+        events: [],
+      });
+      row = await raw.session(head.sessionId);
+      assert.equal(row?.definitionWaiting, true);
+      await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 3,
+        head: { ...pinned, definition: { fingerprint: "fp-b", waiting: null } },
+        runnable: true,
+        events: [],
+      });
+      row = await raw.session(head.sessionId);
+      assert.equal(row?.fingerprint, "fp-b");
+      assert.equal(row?.definitionWaiting, false);
+      await store.releaseLease(l);
+      assert.equal(
+        await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: [agent], fingerprints: ["fp-a"] }),
+        null,
+        "the session moved to fp-b: a worker of fp-a no longer gets it",
+      );
+      assert.ok(await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: [agent], fingerprints: ["fp-b"] }));
+    });
+
+    test("announcements: a migrating fingerprint is leased only while no live announcement serves it", async () => {
+      const { store } = await open();
+      if (!store.announceDefinitions || !store.acquireUnservedLease) {
+        assert.equal(store.announceDefinitions, store.acquireUnservedLease, "a store has both or neither");
+        return;
+      }
+      const old = await createPinned(store, "fp-old");
+      const request = {
+        workerId: "new",
+        ttlMs: 5_000,
+        agents: [agent],
+        fingerprints: ["fp-new"],
+        migrating: ["fp-old"],
+      };
+      await store.announceDefinitions({
+        workerId: "old",
+        definitions: [{ agent, fingerprint: "fp-old", role: "serves" }],
+        ttlMs: LEASE_TTL_MS,
+      });
+      assert.equal(await store.acquireLease(request), null, "a live worker serves fp-old: it is not migrated away");
+      await store.announceDefinitions({
+        workerId: "other",
+        definitions: [{ agent, fingerprint: "fp-old", role: "migrates" }],
+        ttlMs: 60_000,
+      });
+      await sleep(LEASE_TTL_MS + 50);
+      const got = await store.acquireLease(request);
+      assert.equal(got?.sessionId, old.sessionId, "the serving announcement expired: the migrating worker gets it");
+      await store.releaseLease(got!);
+      await store.announceDefinitions({
+        workerId: "old",
+        definitions: [{ agent, fingerprint: "fp-old", role: "serves" }],
+        ttlMs: 60_000,
+      });
+      assert.equal(await store.acquireLease(request), null);
+      await store.announceDefinitions({ workerId: "old", definitions: [], ttlMs: 60_000 });
+      assert.equal((await store.acquireLease(request))?.sessionId, old.sessionId, "an empty announcement withdraws");
+      await assert.rejects(
+        store.announceDefinitions({ workerId: "w", definitions: [{ agent, fingerprint: "f" }] as never, ttlMs: 1_000 }),
+        InvalidInputError.isInstance,
+      );
+      await assert.rejects(
+        store.announceDefinitions({ workerId: "", definitions: [], ttlMs: 1_000 }),
+        InvalidInputError.isInstance,
+      );
+    });
+
+    test("an unserved lease: a session with work pinned to a fingerprint nobody announces, not marked waiting", async () => {
+      const { store, raw } = await open();
+      if (!store.announceDefinitions || !store.acquireUnservedLease) {
+        assert.equal(store.announceDefinitions, store.acquireUnservedLease, "a store has both or neither");
+        return;
+      }
+      const orphan = await createPinned(store, "fp-gone");
+      await createPinned(store, "fp-gone", { waiting: true });
+      await createPinned(store, "fp-gone", { withMessage: false });
+      await createPinned(store, "fp-live");
+      await createPinned(store, "fp-own");
+      await createPinned(store, "fp-mine-to-migrate");
+      await createPinned(store, null);
+      await store.announceDefinitions({
+        workerId: "other",
+        definitions: [{ agent, fingerprint: "fp-live", role: "migrates" }],
+        ttlMs: 60_000,
+      });
+      const request = {
+        workerId: "w",
+        ttlMs: 5_000,
+        agents: [agent],
+        fingerprints: ["fp-own"],
+        migrating: ["fp-mine-to-migrate"],
+      };
+      const got = await store.acquireUnservedLease(request);
+      assert.equal(got?.sessionId, orphan.sessionId);
+      assert.equal((await raw.session(orphan.sessionId))?.leaseOwner, "w");
+      assert.equal(
+        await store.acquireUnservedLease(request),
+        null,
+        "not one marked waiting, idle, announced, served or migrated by the caller, unpinned, or leased",
+      );
+      await store.releaseLease(got!);
+      await store.announceDefinitions({
+        workerId: "revived",
+        definitions: [{ agent, fingerprint: "fp-gone", role: "serves" }],
+        ttlMs: LEASE_TTL_MS,
+      });
+      assert.equal(await store.acquireUnservedLease(request), null, "a live worker serves it again");
+      await sleep(LEASE_TTL_MS + 50);
+      assert.equal(
+        (await store.acquireUnservedLease(request))?.sessionId,
+        orphan.sessionId,
+        "its announcement expired",
+      );
     });
 
     test("subscribers are woken by new inbox entries, events and released work", async () => {

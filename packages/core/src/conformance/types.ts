@@ -27,6 +27,10 @@ export interface RawSessionRow {
   readonly leaseExpiresAt: number | null;
   readonly runnable: boolean;
   readonly inboxCursor: number;
+  /** The fingerprint the session is pinned to, as the store keeps it for its lease query; null when not pinned. */
+  readonly fingerprint: string | null;
+  /** Whether the store keeps the session marked waiting for its definition. */
+  readonly definitionWaiting: boolean;
   /** The stored head, as JSON. */
   readonly head: unknown;
 }
@@ -64,6 +68,12 @@ export interface SessionConformanceOptions {
   readonly makeWorker?: (options: ConformanceWorkerOptions) => ConformanceWorker;
   /** Runs only the scenarios whose names this accepts (default: every scenario). */
   readonly scenarios?: (name: string) => boolean;
+  /**
+   * An engine that does not pin sessions to the worker's definition (it drives whatever it is handed,
+   * e.g. because its own router picks the process) says so here, with the reason; the pinning
+   * scenarios are then not run. Default: pinning is supported.
+   */
+  readonly pinning?: { readonly supported: false; readonly reason: string };
 }
 
 export interface ConformanceWorkerOptions {
@@ -72,6 +82,8 @@ export interface ConformanceWorkerOptions {
   readonly pollIntervalMs: number;
   readonly leaseTtlMs: number;
   readonly concurrency: number;
+  /** How often a worker that found no work looks for sessions whose definition nobody serves (ms). */
+  readonly definitionCheckIntervalMs?: number;
 }
 
 /**

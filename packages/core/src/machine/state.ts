@@ -29,6 +29,7 @@ export function newSessionHead(sessionId: string, agent: string, createdAt: stri
     usage: emptyUsage(),
     inboxCursor: 0,
     createdAt,
+    definition: null,
   };
 }
 
@@ -144,6 +145,7 @@ export function isRunnable(head: SessionHead): boolean {
 }
 
 export function deriveStatus(head: SessionHead): SessionStatus {
+  if (head.definition?.waiting) return "waiting_for_definition";
   const turn = head.turn;
   if (!isTurnActive(turn)) return "idle";
   if (turn.phase === "tools") {

@@ -13,6 +13,7 @@ import type {
   AcquireLeaseOptions,
   Commit,
   CommitResult,
+  DefinitionAnnouncement,
   EnqueueResult,
   Lease,
   NewSession,
@@ -32,6 +33,10 @@ export interface MemorySessionRecord {
   leaseExpiresAt: number | null;
   runnable: boolean;
   inboxCursor: number;
+  /** The fingerprint the session is pinned to; `""` while it is not pinned. */
+  fingerprint: string;
+  /** Whether the session is marked waiting for its definition. */
+  definitionWaiting: boolean;
   history: string[];
   events: { seq: number; at: string; body: string }[];
   inbox: { seq: number; dedupeKey: string | null; entry: string }[];
@@ -49,6 +54,11 @@ export class MemoryStore implements SessionStore {
   /** Private (a plain field, so that a `Proxy` around the store still works); `memoryRawReader` reads it. */
   private readonly records = new Map<string, MemorySessionRecord>();
   private readonly listeners = new Set<(n: StoreNotification) => void>();
+  /** Each worker's announced definitions (`agent` NUL `fingerprint`, and the role) and when the announcement expires. */
+  private readonly announcements = new Map<
+    string,
+    { definitions: { key: string; role: "serves" | "migrates" }[]; expiresAt: number }
+  >();
   private readonly now: () => number;
 
   static {
@@ -73,6 +83,7 @@ export class MemoryStore implements SessionStore {
       leaseExpiresAt: null,
       runnable: false,
       inboxCursor: session.head.inboxCursor,
+      ...pinOf(session.head),
       history: [],
       events: [],
       inbox: [],
@@ -118,6 +129,7 @@ export class MemoryStore implements SessionStore {
       record.version += 1;
       record.runnable = commit.runnable ?? false;
       record.inboxCursor = commit.head.inboxCursor;
+      Object.assign(record, pinOf(commit.head));
       for (const item of commit.appendHistory ?? []) record.history.push(JSON.stringify(item));
     }
     this.appendEvents(record, commit.events);
@@ -154,12 +166,63 @@ export class MemoryStore implements SessionStore {
 
   async acquireLease(options: AcquireLeaseOptions): Promise<Lease | null> {
     storeInput.checkLeaseRequest(options);
+    const wanted = storeInput.leaseFingerprints(options);
+    if (wanted === null) return this.grant(options, () => true);
+    const served = this.announced("serves");
+    return this.grant(
+      options,
+      (record) =>
+        wanted.served.includes(record.fingerprint) ||
+        (wanted.migrating.includes(record.fingerprint) && !served.has(`${record.agent}\0${record.fingerprint}`)),
+    );
+  }
+
+  async announceDefinitions(announcement: DefinitionAnnouncement): Promise<void> {
+    storeInput.checkAnnouncement(announcement);
+    if (announcement.definitions.length === 0) {
+      this.announcements.delete(announcement.workerId);
+      return;
+    }
+    this.announcements.set(announcement.workerId, {
+      definitions: announcement.definitions.map((d) => ({ key: `${d.agent}\0${d.fingerprint}`, role: d.role })),
+      expiresAt: this.now() + announcement.ttlMs,
+    });
+  }
+
+  async acquireUnservedLease(options: AcquireLeaseOptions): Promise<Lease | null> {
+    storeInput.checkLeaseRequest(options);
+    const taken = this.announced(null);
+    const own = new Set([...(options.fingerprints ?? []), ...(options.migrating ?? [])]);
+    return this.grant(
+      options,
+      (record) =>
+        record.fingerprint !== "" &&
+        !record.definitionWaiting &&
+        !own.has(record.fingerprint) &&
+        !taken.has(`${record.agent}\0${record.fingerprint}`),
+    );
+  }
+
+  /** The definitions (`agent` NUL `fingerprint`) live announcements name in this role (null: in either). */
+  private announced(role: "serves" | "migrates" | null): Set<string> {
+    const now = this.now();
+    const keys = new Set<string>();
+    for (const a of this.announcements.values()) {
+      if (a.expiresAt <= now) continue;
+      for (const d of a.definitions) if (role === null || d.role === role) keys.add(d.key);
+    }
+    return keys;
+  }
+
+  /** Leases the first session of the agents that has work, no live lease and passes `fits`. */
+  private grant(options: AcquireLeaseOptions, fits: (record: MemorySessionRecord) => boolean): Lease | null {
     const now = this.now();
     for (const record of this.records.values()) {
       if (!options.agents.includes(record.agent)) continue;
       if (record.leaseOwner !== null && (record.leaseExpiresAt ?? 0) > now) continue;
       const pendingInbox = (record.inbox.at(-1)?.seq ?? 0) > record.inboxCursor;
       if (!record.runnable && !pendingInbox) continue;
+      if (!fits(record)) continue;
       record.fence += 1;
       record.leaseOwner = options.workerId;
       record.leaseExpiresAt = now + options.ttlMs;
@@ -236,6 +299,11 @@ export class MemoryStore implements SessionStore {
   }
 }
 
+function pinOf(head: SessionHead): { fingerprint: string; definitionWaiting: boolean } {
+  const { fingerprint, waiting } = storeInput.pinColumns(head);
+  return { fingerprint, definitionWaiting: waiting };
+}
+
 function lastSeq(record: MemorySessionRecord): number {
   return record.events.at(-1)?.seq ?? 0;
 }
@@ -256,6 +324,8 @@ export function memoryRawReader(store: MemoryStore): RawStoreReader {
         leaseExpiresAt: r.leaseExpiresAt,
         runnable: r.runnable,
         inboxCursor: r.inboxCursor,
+        fingerprint: r.fingerprint === "" ? null : r.fingerprint,
+        definitionWaiting: r.definitionWaiting,
         head: JSON.parse(r.head),
       };
     },

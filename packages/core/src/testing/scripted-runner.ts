@@ -2,6 +2,8 @@
  * A framework-free runner for core's own tests. Its "framework items" are small JSON messages; its
  * model follows `decideScriptedResponse`, so every response is derived from the input.
  */
+import { createRequire } from "node:module";
+import type { RunnerDescription } from "../fingerprint.js";
 import type { ToolDescription } from "../policy.js";
 import type { CallToolInput, CallToolResult, RunModelInput, RunModelResult, Runner, UserItemKind } from "../runner.js";
 import type { DisplayItem, HistoryItem } from "../schemas.js";
@@ -28,6 +30,9 @@ export interface ScriptedRunnerOptions {
   readonly chunkSize?: number;
 }
 
+/** This package's version (the scripted runner's "adapter" is core itself). */
+const coreVersion = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
+
 export class ScriptedRunner implements Runner {
   /** Model calls made so far. */
   modelCalls = 0;
@@ -44,6 +49,22 @@ export class ScriptedRunner implements Runner {
       name: tool.name,
       approval: tool.needsApproval ? "always" : "never",
     }));
+  }
+
+  /** One agent named "scripted", its tools with their parameter specs; no instructions, no handoffs. */
+  describe(): RunnerDescription {
+    return {
+      adapter: { name: "@durable-agents/core/testing#ScriptedRunner", version: coreVersion },
+      agents: [
+        {
+          name: "scripted",
+          model: "scripted",
+          instructions: null,
+          tools: [...this.specs.values()].map((tool) => ({ name: tool.name, parameters: tool.parameters })),
+          handoffs: [],
+        },
+      ],
+    };
   }
 
   userItem(kind: UserItemKind, text: string): HistoryItem {

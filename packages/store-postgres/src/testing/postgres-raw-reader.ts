@@ -10,7 +10,7 @@ export function postgresRawReader(pool: Pool, schema?: string): RawStoreReader {
       const result = await pool.query(
         `SELECT session_id, agent, version, fence, lease_owner,
            (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_at,
-           runnable, inbox_cursor, head
+           runnable, inbox_cursor, fingerprint, definition_waiting, head
          FROM ${s}.sessions WHERE session_id = $1`,
         [sessionId],
       );
@@ -25,6 +25,8 @@ export function postgresRawReader(pool: Pool, schema?: string): RawStoreReader {
         leaseExpiresAt: row.lease_expires_at === null ? null : Number(row.lease_expires_at),
         runnable: row.runnable,
         inboxCursor: Number(row.inbox_cursor),
+        fingerprint: row.fingerprint === "" ? null : row.fingerprint,
+        definitionWaiting: row.definition_waiting,
         head: row.head,
       };
     },

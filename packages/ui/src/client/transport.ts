@@ -23,7 +23,8 @@ export interface LoadedSession {
   readonly sessionId: string;
   readonly messages: DurableUIMessage[];
   readonly cursor: string;
-  readonly status: "idle" | "running" | "awaiting_approval";
+  /** `waiting_for_definition`: no running worker serves the session's agent definition (core's pinning). */
+  readonly status: "idle" | "running" | "awaiting_approval" | "waiting_for_definition";
   readonly openTurnId: string | null;
   readonly lastEventSeq: number;
 }
