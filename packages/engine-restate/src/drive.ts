@@ -31,14 +31,20 @@
  */
 import * as restate from "@restatedev/restate-sdk";
 import {
+  type DefinitionMigration,
   type EventBody,
+  type HistoryItem,
   type InboxItem,
+  type MigrationResult,
   parseSessionHead,
   type SessionDefinition,
   type SessionHead,
 } from "@durable-agents/core";
 import {
   applyAll,
+  applyDefinition,
+  checkMigratedHead,
+  type DefinitionTransition,
   type CoalescerOptions,
   currentCalls,
   type DueStep,
@@ -91,6 +97,14 @@ export type EngineServiceOptions = Pick<
   restate.ObjectOptions,
   "inactivityTimeout" | "abortTimeout" | "retryPolicy" | "journalRetention"
 >;
+
+/** What a migration's transform gave, as its `ctx.run` journals it. */
+/** A deep copy of plain data (what a transform gets: it may change its copy freely). */
+const copyData = <T>(value: T): T => structuredClone(value);
+
+type MigrationOutcome =
+  | { readonly problem: null; readonly head?: SessionHead; readonly appendHistory?: readonly HistoryItem[] }
+  | { readonly problem: string };
 
 type Done =
   | { readonly kind: "step"; readonly key: string; readonly done: StepDone; readonly live: boolean }
@@ -186,6 +200,7 @@ class Drive {
     if (recovering) inputs.push({ type: "recover", fence: this.meta.version });
     inputs.push(...this.inboxInputs(entries), { type: "tick" });
     let live = await this.clock();
+    if (!(await this.takeDefinition())) return this.end();
     let deltas: readonly EventBody[] = [];
     const limit = this.options.transitionsPerDrive ?? 200;
     for (;;) {
@@ -296,6 +311,105 @@ class Drive {
   private setMeta(meta: SessionMeta): void {
     this.meta = meta;
     this.ctx.set("meta", meta);
+  }
+
+  /**
+   * Before anything runs (core's pinning rules, as core's driver applies them): a session pinned to
+   * another definition is migrated by this definition's migration from it (the transform runs in a
+   * `ctx.run` of its own, its result written before anything runs) or, without one, marked waiting
+   * (false: the drive ends); a session not pinned yet is pinned to this definition.
+   */
+  private async takeDefinition(): Promise<boolean> {
+    const own = this.definition.fingerprint;
+    const pinned = this.head.definition?.fingerprint ?? null;
+    if (pinned !== null && pinned !== own) {
+      const migration = this.definition.migrations.find((m) => m.from === pinned);
+      if (!migration) {
+        this.writeDefinition(applyDefinition(this.head, { type: "wait", reason: "unserved" }, this.now));
+        return false;
+      }
+      if (!(await this.migrate(migration))) return false;
+    }
+    this.writeDefinition(
+      applyDefinition(this.head, { type: "pin", fingerprint: own, description: this.definition.description }, this.now),
+    );
+    return true;
+  }
+
+  /** Applies a migration; false: it failed, and the session now waits with why. */
+  private async migrate(migration: DefinitionMigration): Promise<boolean> {
+    const from = migration.from;
+    const to = this.definition.fingerprint;
+    const head = this.head;
+    const outcome =
+      "transform" in migration
+        ? await this.ctx.run(`migrate ${from} -> ${to}`, async (): Promise<MigrationOutcome> => {
+            try {
+              const history = copyData(await this.options.histories.load(this.sessionId, head.historyLength));
+              const answer: unknown = await migration.transform({
+                sessionId: this.sessionId,
+                from,
+                to,
+                head: copyData(head),
+                history,
+              });
+              if (answer !== undefined && (typeof answer !== "object" || answer === null)) {
+                return { problem: "its transform returned neither nothing nor { head?, appendHistory? }" };
+              }
+              const result = (answer ?? {}) as MigrationResult;
+              const problem = checkMigratedHead(head, result.head ?? head, result.appendHistory ?? []);
+              return problem === null
+                ? {
+                    problem: null,
+                    ...(result.head ? { head: result.head } : {}),
+                    ...(result.appendHistory ? { appendHistory: result.appendHistory } : {}),
+                  }
+                : { problem };
+            } catch (error) {
+              return { problem: `its transform threw: ${error instanceof Error ? error.message : String(error)}` };
+            }
+          })
+        : ({ problem: null } satisfies MigrationOutcome);
+    const t =
+      outcome.problem === null
+        ? applyDefinition(
+            head,
+            {
+              type: "migrate",
+              from,
+              to,
+              description: this.definition.description,
+              migration: "transform" in migration ? "transform" : "accept",
+              ...(outcome.head ? { head: outcome.head } : {}),
+              ...(outcome.appendHistory ? { appendHistory: outcome.appendHistory } : {}),
+            },
+            this.now,
+          )
+        : null;
+    const problem = outcome.problem ?? t?.ignored ?? null;
+    if (problem !== null || t === null) {
+      const error = problem ?? "it did not apply";
+      this.ctx.console.warn(`session "${this.sessionId}": the migration from ${from} to ${to} failed: ${error}`);
+      this.writeDefinition(applyDefinition(head, { type: "wait", reason: "migration_failed", error }, this.now));
+      return false;
+    }
+    this.writeDefinition(t);
+    return true;
+  }
+
+  /** Writes a definition transition (a pin, a wait mark, a migration) into the object's state. */
+  private writeDefinition(t: DefinitionTransition): void {
+    if (!t.changed) return;
+    const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, t.events, iso(this.now));
+    let { historyLength } = this.meta;
+    t.appendHistory.forEach((item, index) => {
+      this.ctx.set(`h:${historyLength + index}`, item);
+    });
+    this.options.histories.put(this.sessionId, historyLength, t.appendHistory);
+    historyLength += t.appendHistory.length;
+    this.head = t.head;
+    this.ctx.set("head", t.head);
+    this.setMeta({ version: this.meta.version + 1, lastEventSeq, historyLength, running: true });
   }
 
   /** A journaled clock read; true when it ran in this attempt (not replayed). */

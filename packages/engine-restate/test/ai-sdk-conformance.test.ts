@@ -1,7 +1,7 @@
 import { afterEach, describe, it } from "vitest";
 import { sessionConformance } from "@durable-agents/core/conformance";
 import { conformanceRunner } from "@durable-agents/ai-sdk/testing";
-import { restateConformance, restateFromEnv } from "../src/testing/index.js";
+import { restatePinningReason, restateConformance, restateFromEnv } from "../src/testing/index.js";
 
 // Core's session suite on Restate with the AI SDK runner (its scripted language model).
 const harness = restateConformance(restateFromEnv());
@@ -11,5 +11,6 @@ sessionConformance(
     makeRunner: (tools) => conformanceRunner(tools).runner,
     makeStore: harness.makeStore,
     makeWorker: harness.makeWorker,
+    pinning: { supported: false, reason: restatePinningReason },
   },
 );

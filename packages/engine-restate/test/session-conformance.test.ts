@@ -1,7 +1,7 @@
 import { afterEach, describe, it } from "vitest";
 import { sessionConformance } from "@durable-agents/core/conformance";
 import { ScriptedRunner } from "@durable-agents/core/testing";
-import { restateConformance, restateFromEnv } from "../src/testing/index.js";
+import { restatePinningReason, restateConformance, restateFromEnv } from "../src/testing/index.js";
 
 // Core's whole session contract (SessionClient + the engine + the scripted runner) on Restate.
 const harness = restateConformance(restateFromEnv());
@@ -11,5 +11,6 @@ sessionConformance(
     makeRunner: (tools) => new ScriptedRunner({ tools }),
     makeStore: harness.makeStore,
     makeWorker: harness.makeWorker,
+    pinning: { supported: false, reason: restatePinningReason },
   },
 );

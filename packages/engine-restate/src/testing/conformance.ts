@@ -45,6 +45,17 @@ export const quietLogger: restate.LoggerTransport = (params, message, ...rest) =
   if (process.env.DURABLE_AGENTS_RESTATE_LOG) console.error(`[restate ${params.level}]`, message, ...rest);
 };
 
+/**
+ * Why core's pinning scenarios are not run on Restate: they start workers of two definitions side
+ * by side and expect each session to be driven by a worker of its own definition. Restate sends
+ * every drive of a service to the service's latest deployment (no load balancer in front of the
+ * endpoints can pick by a session's fingerprint), and nothing polls for a waiting session. The
+ * drive applies core's pinning rules (a session pinned to another definition waits, or is migrated
+ * by a migration from its fingerprint); `test/pinning.test.ts` checks both.
+ */
+export const restatePinningReason =
+  "Restate routes every drive to the latest deployment, not to a worker of the session's definition; the drive's waiting and migrations are tested in engine-restate's pinning.test.ts";
+
 let envCount = 0;
 
 /** One test's services, endpoint and workers. */

@@ -11,7 +11,13 @@ export {
   type StartRestateServerOptions,
 } from "./restate-server.js";
 export { registerDeployment, queryRestate, killInvocations } from "./admin.js";
-export { restateConformance, RestateTestEnv, quietLogger, type RestateConformanceOptions } from "./conformance.js";
+export {
+  restateConformance,
+  restatePinningReason,
+  RestateTestEnv,
+  quietLogger,
+  type RestateConformanceOptions,
+} from "./conformance.js";
 export {
   restateGlobalSetup,
   RESTATE_INGRESS_VARIABLE,
