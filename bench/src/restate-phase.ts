@@ -151,14 +151,18 @@ export async function runRestatePhase(options: {
       `SELECT id FROM sys_invocation WHERE target_service_name = '${engine.names.session}'
        AND target_handler_name = 'drive' AND target_service_key = '${sessionId}' ORDER BY created_at DESC LIMIT 1`;
 
+    /** The last event seq the follower saw (the next turn is followed from there, without a read). */
+    let lastSeen = 0;
+
     /** One turn of the session; its step times and whole time. */
     async function sessionTurn(sessionId: string, text: string) {
-      const { lastEventSeq } = (await store.loadSession(sessionId))!;
+      const lastEventSeq = lastSeen;
       const abort = new AbortController();
       marks = [];
       const started = performance.now();
       await client.sendMessage(sessionId, text);
       for await (const event of client.followEvents(sessionId, { after: lastEventSeq, signal: abort.signal })) {
+        lastSeen = event.seq;
         if (event.type === "turn_completed" || event.type === "turn_failed") break;
       }
       const ended = performance.now();
@@ -213,6 +217,7 @@ export async function runRestatePhase(options: {
         await client.waitUntilIdle(sessionId);
         history = (await client.snapshot(sessionId)).messages.length;
       }
+      lastSeen = (await store.loadSession(sessionId))!.lastEventSeq;
       // Warm-up turns of both; the first gives the payload sizes the bare handler returns.
       await sessionTurn(sessionId, turnText(`w${size}`));
       const payloads = await stepPayloads(sessionId);
