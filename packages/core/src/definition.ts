@@ -29,6 +29,10 @@ export interface SessionDefinitionOptions {
 export interface SessionDefinition {
   readonly name: string;
   readonly runner: Runner;
+  /**
+   * The runner's tools as it lists them now (`runner.tools()` on every read): a runner whose tools
+   * can change while it serves (MCP servers announce new tool lists) reports the new list here.
+   */
   readonly tools: readonly ToolDescription[];
   readonly policies: ToolPolicies;
   readonly modelRetry: RetryPolicy;
@@ -58,10 +62,13 @@ export function defineSession(options: SessionDefinitionOptions): SessionDefinit
   if (!Number.isFinite(cancelGraceMs) || cancelGraceMs < 0) {
     throw new ConfigurationError("cancelGraceMs must be a non-negative number of milliseconds");
   }
+  const runner = options.runner;
   return {
     name: options.name,
-    runner: options.runner,
-    tools,
+    runner,
+    get tools() {
+      return runner.tools();
+    },
     policies,
     modelRetry,
     toolBackoff: { ...defaultToolBackoff, ...options.toolBackoff },
@@ -76,7 +83,10 @@ export function machineConfig(definition: SessionDefinition): MachineConfig {
     maxModelSteps: definition.maxModelSteps,
     modelRetry: definition.modelRetry,
     toolBackoff: definition.toolBackoff,
-    tools: definition.tools,
+    // Read on every use, so a tool list that changes (MCP) reaches the machine's next transition.
+    get tools() {
+      return definition.tools;
+    },
     policies: definition.policies,
     cancelGraceMs: definition.cancelGraceMs ?? 10_000,
     failureNote: (text) => definition.runner.userItem("turn_failure_note", text),
