@@ -153,18 +153,27 @@ export async function serveConformanceTools(
 export function mcpConformanceRunners(
   transport: McpTransportKind,
   build: (parts: { readonly local: readonly ConformanceTool[]; readonly toolset: McpToolset }) => Runner,
-): { makeRunner: (tools: readonly ConformanceTool[]) => Promise<Runner>; closeAll: () => Promise<void> } {
+): {
+  makeRunner: (tools: readonly ConformanceTool[]) => Promise<Runner>;
+  closeAll: () => Promise<void>;
+  /** Tool calls the MCP servers received so far, by tool name (counted when the servers close). */
+  readonly served: ReadonlyMap<string, number>;
+} {
   const open = new Set<ConformanceMcp>();
+  const served = new Map<string, number>();
   return {
     makeRunner: async (tools) => {
-      const served = await serveConformanceTools(tools, { transport });
-      open.add(served);
-      return build({ local: served.local, toolset: served.toolset });
+      const mcp = await serveConformanceTools(tools, { transport });
+      open.add(mcp);
+      return build({ local: mcp.local, toolset: mcp.toolset });
     },
     closeAll: async () => {
       const all = [...open];
       open.clear();
-      await Promise.all(all.map((served) => served.close()));
+      for (const mcp of all)
+        for (const call of mcp.server.starts(undefined)) served.set(call.tool, (served.get(call.tool) ?? 0) + 1);
+      await Promise.all(all.map((mcp) => mcp.close()));
     },
+    served,
   };
 }

@@ -136,9 +136,9 @@ export class McpTestServer {
       .map((line) => JSON.parse(line) as TestCallEvent);
   }
 
-  /** The calls of one tool that started, in order. */
-  starts(tool: string): TestCallEvent[] {
-    return this.events().filter((e) => e.event === "start" && e.tool === tool);
+  /** The calls of one tool (or of every tool) that started, in order. */
+  starts(tool: string | undefined): TestCallEvent[] {
+    return this.events().filter((e) => e.event === "start" && (tool === undefined || e.tool === tool));
   }
 
   /** Stops the HTTP processes it started and removes its files. */
