@@ -19,3 +19,4 @@ export {
   type ConformanceMcp,
   type McpTransportKind,
 } from "./conformance.js";
+export { mcpSessionSuite, type McpSessionSuiteOptions } from "./session-suite.js";
