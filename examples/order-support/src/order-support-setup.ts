@@ -45,7 +45,8 @@ export function orderSupportSetupFromEnv(
       modelDescription: choice.description,
       isDemo: choice.isDemo,
       lookUpDelayMs,
-      createSession: (desk, context) => createAiSdkOrderSupportSession(desk, choice.model, tools(context)),
+      createSession: (desk, context) =>
+        createAiSdkOrderSupportSession(desk, choice.model, tools(context), context?.warehouse),
     };
   }
   const choice = orderSupportModelFromEnv(env, demoOptions);
@@ -54,6 +55,6 @@ export function orderSupportSetupFromEnv(
     modelDescription: choice.description,
     isDemo: choice.isDemo,
     lookUpDelayMs,
-    createSession: (desk, context) => createOrderSupportSession(desk, choice.model, tools(context)),
+    createSession: (desk, context) => createOrderSupportSession(desk, choice.model, tools(context), context?.warehouse),
   };
 }

@@ -11,6 +11,9 @@
  *   ORDER_SUPPORT_FRAMEWORK    openai-agents (default) or ai-sdk
  *   ORDER_SUPPORT_MODEL, OPENAI_API_KEY   a real OpenAI model instead of the demo model
  *   ORDER_SUPPORT_LOOKUP_DELAY_MS         each look-up waits this long (default 0): time to cancel or steer a turn
+ *
+ * The warehouse (an MCP server, `warehouse-server.ts`) is started over stdio and gives the agent
+ * `check_parcel` and `release_stock`; on the SQLite store it keeps its releases next to the desk.
  */
 import { createOrderSupportServer } from "./create-order-support-server.js";
 import { listen } from "./listen.js";
@@ -19,7 +22,9 @@ import { startOrderSupportRuntime } from "./order-support-runtime.js";
 import { chooseOrderSupportStore, openOrderSupportStore } from "./order-support-store.js";
 import { orderSupportAgentName } from "./order-support-session.js";
 import { orderSupportSetupFromEnv } from "./order-support-setup.js";
+import { storeSideFile } from "./order-support-store.js";
 import { SessionTokens } from "./session-tokens.js";
+import { connectWarehouse } from "./warehouse.js";
 
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 8080);
@@ -30,13 +35,29 @@ async function main(): Promise<void> {
   const key = process.env.ORDER_SUPPORT_SESSION_KEY;
   const tokens = new SessionTokens(key === undefined || key === "" ? undefined : key);
   const opened = await openOrderSupportStore(chooseOrderSupportStore({ env: process.env, program: "server" }));
-  const runtime = startOrderSupportRuntime({ session: setup.createSession, store: opened.store, desk: opened.desk });
+  const choice = opened.choice;
+  let warehouse;
+  try {
+    warehouse = await connectWarehouse(
+      choice.kind === "sqlite" ? { stateFile: storeSideFile(choice.path, "warehouse.json") } : {},
+    );
+  } catch (error) {
+    await opened.close();
+    throw error;
+  }
+  const runtime = startOrderSupportRuntime({
+    session: setup.createSession,
+    store: opened.store,
+    desk: opened.desk,
+    warehouse,
+  });
   const app = createOrderSupportServer({ client: runtime.client, agent: orderSupportAgentName, tokens, page: true });
   let listening;
   try {
     listening = await listen(app, { port, hostname: process.env.HOST ?? "127.0.0.1" });
   } catch (error) {
     await runtime.stop();
+    await warehouse.close();
     await opened.close();
     throw error;
   }
@@ -60,6 +81,7 @@ async function main(): Promise<void> {
     console.log(`${signal}: stopping`);
     await listening.close();
     await runtime.stop();
+    await warehouse.close();
     await opened.close();
     console.log("stopped: steps in flight finished, store closed");
     process.exit(0);

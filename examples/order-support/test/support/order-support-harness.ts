@@ -4,6 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { SessionSnapshot } from "@durable-agents/core";
+import type { McpToolset } from "@durable-agents/mcp";
 import { OrderSupportAiSdkDemoModel } from "../../src/ai-sdk-demo-model.js";
 import { createAiSdkOrderSupportSession } from "../../src/ai-sdk-order-support-session.js";
 import { createOrderSupportServer } from "../../src/create-order-support-server.js";
@@ -49,22 +50,24 @@ export interface HarnessOptions {
   readonly lookUpDelayMs?: number;
   /** What the server gets instead of the runtime's client (for example, the client with an observer around it). */
   readonly serverClient?: (client: OrderSupportClient) => OrderSupportClient;
+  /** The warehouse's MCP tools for the agent (`connectWarehouse()`); the test closes it. Default: none. */
+  readonly warehouse?: McpToolset;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const tokens = new SessionTokens(`test-key-${randomUUID()}`);
-  const { serverClient, framework, lookUpDelayMs, ...serverOptions } = options;
+  const { serverClient, framework, lookUpDelayMs, warehouse, ...serverOptions } = options;
   const speed = { chunkSize: 12, chunkDelayMs: 2 };
   const tools = (stopping: AbortSignal) => ({ lookUpDelayMs: lookUpDelayMs ?? 0, stopping });
   const runtime =
     framework === "ai-sdk"
       ? startOrderSupportRuntime({
           session: (desk, { stopping }) =>
-            createAiSdkOrderSupportSession(desk, new OrderSupportAiSdkDemoModel(speed), tools(stopping)),
+            createAiSdkOrderSupportSession(desk, new OrderSupportAiSdkDemoModel(speed), tools(stopping), warehouse),
         })
       : startOrderSupportRuntime({
           session: (desk, { stopping }) =>
-            createOrderSupportSession(desk, new OrderSupportDemoModel(speed), tools(stopping)),
+            createOrderSupportSession(desk, new OrderSupportDemoModel(speed), tools(stopping), warehouse),
         });
   const client = serverClient ? serverClient(runtime.client) : runtime.client;
   const app = createOrderSupportServer({ client, tokens, ...serverOptions });
