@@ -6,7 +6,9 @@
  *
  * - each message of the turn asks for at most one call: "cancel order 1002" for `cancel_order`,
  *   "look up order 1001" for `look_up_order` (the order number is parsed from the message,
- *   "because ..." becomes the reason). The turn's own message and the messages steered into it
+ *   "because ..." becomes the reason); when the warehouse's MCP tools are offered, "where is the
+ *   parcel of order 1001" asks for `check_parcel` and "release the stock of order 1002" for
+ *   `release_stock`. The turn's own message and the messages steered into it
  *   while it ran are served latest first; a call whose result came back is not asked for again;
  * - once every such call has its result: an answer from the results, and a line for each steered
  *   message that asked for no call;
@@ -105,8 +107,17 @@ function decideMessage(text: string, offeredTools: ReadonlySet<string>): DemoDec
   const orderId = parseOrderId(text);
   const wantsCancel = /\bcancel/i.test(text);
   const wantsLookUp = /\b(look|status|where|find|check|show|track|order)\b/i.test(text);
-  if ((wantsCancel || wantsLookUp) && orderId === null) {
+  // The warehouse's tools, when the request offers them (the warehouse is an MCP server).
+  const wantsRelease = offeredTools.has("release_stock") && /\brelease\b/i.test(text) && /\bstock\b/i.test(text);
+  const wantsParcel = offeredTools.has("check_parcel") && /\b(parcel|package|shipment|warehouse)\b/i.test(text);
+  if ((wantsCancel || wantsLookUp || wantsRelease || wantsParcel) && orderId === null) {
     return { kind: "text", text: "Which order do you mean? Please give me its order number, such as 1001." };
+  }
+  if (orderId !== null && wantsRelease) {
+    return { kind: "tool_call", name: "release_stock", arguments: { order_id: orderId } };
+  }
+  if (orderId !== null && wantsParcel && !wantsCancel) {
+    return { kind: "tool_call", name: "check_parcel", arguments: { order_id: orderId } };
   }
   if (orderId !== null && wantsCancel && offeredTools.has("cancel_order")) {
     return { kind: "tool_call", name: "cancel_order", arguments: { order_id: orderId, reason: parseReason(text) } };
@@ -114,9 +125,12 @@ function decideMessage(text: string, offeredTools: ReadonlySet<string>): DemoDec
   if (orderId !== null && wantsLookUp && offeredTools.has("look_up_order")) {
     return { kind: "tool_call", name: "look_up_order", arguments: { order_id: orderId } };
   }
+  const warehouse = offeredTools.has("check_parcel")
+    ? ' The warehouse can say where a parcel is ("where is the parcel of order 1001?") and release the stock of an order that is not packed ("release the stock of order 1002").'
+    : "";
   return {
     kind: "text",
-    text: 'I can look up an order or cancel one that has not shipped. Try "look up order 1001" or "cancel order 1002".',
+    text: `I can look up an order or cancel one that has not shipped. Try "look up order 1001" or "cancel order 1002".${warehouse}`,
   };
 }
 
@@ -140,6 +154,9 @@ function answerFromResults(results: readonly DemoToolResult[]): string {
       const order = result.orderId === null ? "the order" : `order ${result.orderId}`;
       if (result.name === "look_up_order") return `I looked up ${order}: ${result.text}`;
       if (result.name === "cancel_order") return `I asked to cancel ${order}: ${result.text}`;
+      if (result.name === "check_parcel") return `I asked the warehouse about ${order}: ${result.text}`;
+      if (result.name === "release_stock")
+        return `I asked the warehouse to release the stock of ${order}: ${result.text}`;
       return `${result.name} answered: ${result.text}`;
     })
     .join("\n");

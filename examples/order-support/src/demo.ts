@@ -5,7 +5,9 @@
  *   node dist/demo.js [--framework openai-agents|ai-sdk] [--store sqlite|memory] [--new]
  *                     [--yes | --reject "<message>" | --ask] [--timeout <s>] [message ...]
  *
- * Without messages it runs "look up order 1001", then "cancel order 1002". The cancellation waits
+ * Without messages it runs "look up order 1001", "where is the parcel of order 1001?", "cancel order
+ * 1002" and "release the stock of order 1002". The parcel and the stock are the warehouse's: an MCP
+ * server the demo starts over stdio (`warehouse.ts`). The cancellation and the release wait
  * for approval: asked at the terminal on a TTY (or with --ask), approved automatically when stdin
  * is not a TTY or with --yes, rejected with --reject. A session an earlier run left unfinished
  * (stopped at the approval question, say) is offered first and continued where it stands.
@@ -57,8 +59,14 @@ import {
   type DemoSessionProgress,
 } from "./run-terminal-demo.js";
 import type { OrderSupportClient } from "./session-client-port.js";
+import { connectWarehouse, warehouseReleases } from "./warehouse.js";
 
-const defaultConversation = ["look up order 1001", "cancel order 1002"];
+const defaultConversation = [
+  "look up order 1001",
+  "where is the parcel of order 1001?",
+  "cancel order 1002",
+  "release the stock of order 1002",
+];
 const usage = `usage: demo [--framework <name>] [--store <kind>] [--new] [--yes | --reject "<message>" | --ask] [--timeout <seconds>] [message ...]
   --framework <name>  ${orderSupportFrameworks.join(" or ")} (default openai-agents)
   --store <kind>      ${orderSupportStoreKinds.join(" or ")} (default sqlite: the file ORDER_SUPPORT_DB, or .durable-agents/demo.db)
@@ -136,6 +144,15 @@ async function main(): Promise<number> {
 
   const setup = orderSupportSetupFromEnv(framework, process.env);
   const opened = await openOrderSupportStore(storeChoice);
+  // The warehouse keeps its releases next to the desk's file (in its own memory on the memory store).
+  const warehouseState = storeChoice.kind === "sqlite" ? storeSideFile(storeChoice.path, "warehouse.json") : undefined;
+  let warehouse;
+  try {
+    warehouse = await connectWarehouse(warehouseState ? { stateFile: warehouseState } : {});
+  } catch (error) {
+    await opened.close();
+    throw error;
+  }
   const live = process.stdout.isTTY === true;
   const renderer = new ProgressRenderer(
     { write: (text) => process.stdout.write(text) },
@@ -147,6 +164,12 @@ async function main(): Promise<number> {
   );
   renderer.line(
     `order support demo (framework: ${setup.framework}; model: ${setup.modelDescription}; store: ${opened.description})`,
+  );
+  renderer.line(
+    `warehouse (an MCP server over stdio): ${warehouse
+      .tools()
+      .map((tool) => `${tool.name} (${tool.effect}, from its annotations)`)
+      .join(", ")}`,
   );
   if (setup.lookUpDelayMs > 0)
     renderer.line(
@@ -190,6 +213,7 @@ async function main(): Promise<number> {
     session: setup.createSession,
     store: opened.store,
     desk: opened.desk,
+    warehouse,
     leaseTtlMs: 5_000,
   });
   const record =
@@ -257,7 +281,8 @@ async function main(): Promise<number> {
       `done: ${result.turns.length} turn(s)${cancelledTurns > 0 ? ` (${cancelledTurns} cancelled)` : ""}, ` +
         `${snapshot.usage.modelCalls} model call(s), ${snapshot.usage.totalTokens} tokens; ` +
         `orders cancelled: ${cancellations.length === 0 ? "none" : cancellations.map((c) => c.orderId).join(", ")}; ` +
-        `cancel calls on the desk: ${calls.length}`,
+        `cancel calls on the desk: ${calls.length}` +
+        (warehouseState ? `; stock releases in the warehouse: ${warehouseReleases(warehouseState).length}` : ""),
     );
     // A turn the user cancelled is no failure.
     return result.turns.some((turn) => turn.status === "failed") ? 1 : 0;
@@ -281,6 +306,7 @@ async function main(): Promise<number> {
     throw error;
   } finally {
     await runtime.stop();
+    await warehouse.close();
     await opened.close();
   }
 }

@@ -98,3 +98,11 @@ export {
   type ApprovalDecision,
 } from "./approval-deciders.js";
 export { defaultWebDir, mountOrderSupportPage, type OrderSupportPageOptions } from "./order-support-page.js";
+export {
+  connectWarehouse,
+  warehouseReleases,
+  warehouseServer,
+  warehouseServerScript,
+  type WarehouseOptions,
+  type WarehouseRelease,
+} from "./warehouse.js";

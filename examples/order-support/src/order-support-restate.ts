@@ -15,6 +15,7 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { ConfigurationError, SessionClient, type SessionDefinition } from "@durable-agents/core";
 import { RestateSessionStore, registerDeployment, restateSessions } from "@durable-agents/engine-restate";
+import type { McpToolset } from "@durable-agents/mcp";
 import * as restate from "@restatedev/restate-sdk";
 import type { OrderDesk } from "./order-desk.js";
 import type { OrderSupportSessionContext } from "./order-support-runtime.js";
@@ -75,11 +76,16 @@ export interface OrderSupportOnRestate {
 export async function startOrderSupportOnRestate(options: {
   readonly settings: RestateSettings;
   readonly desk: OrderDesk;
+  /** The warehouse's MCP tools for the agent (`connectWarehouse()`); the caller closes it after `stop()`. */
+  readonly warehouse?: McpToolset;
   readonly session: (desk: OrderDesk, context: OrderSupportSessionContext) => SessionDefinition;
 }): Promise<OrderSupportOnRestate> {
   const { settings } = options;
   const stopping = new AbortController();
-  const definition = options.session(options.desk, { stopping: stopping.signal });
+  const definition = options.session(options.desk, {
+    stopping: stopping.signal,
+    ...(options.warehouse ? { warehouse: options.warehouse } : {}),
+  });
   if (definition.name !== orderSupportAgentName) {
     throw new ConfigurationError(
       `the order support session must be named "${orderSupportAgentName}", not "${definition.name}"`,

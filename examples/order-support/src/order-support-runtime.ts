@@ -11,6 +11,7 @@ import {
   type SessionDefinition,
   type SessionStore,
 } from "@durable-agents/core";
+import type { McpToolset } from "@durable-agents/mcp";
 import { MemoryStore } from "@durable-agents/store-memory";
 import { OrderDesk } from "./order-desk.js";
 import { createOrderSupportSession, orderSupportAgentName } from "./order-support-session.js";
@@ -21,6 +22,8 @@ interface RuntimeBaseOptions {
   readonly desk?: OrderDesk;
   /** Passed to the worker. */
   readonly leaseTtlMs?: number;
+  /** The warehouse's MCP tools for the agent (`connectWarehouse()`); the caller closes it after `stop()`. */
+  readonly warehouse?: McpToolset;
 }
 
 /** What a session definition is built with, besides the desk. */
@@ -30,6 +33,8 @@ export interface OrderSupportSessionContext {
    * that no step is still in flight when the worker stops.
    */
   readonly stopping: AbortSignal;
+  /** The warehouse's MCP tools, when the runtime was given them. */
+  readonly warehouse?: McpToolset;
 }
 
 /**
@@ -63,10 +68,14 @@ export function startOrderSupportRuntime(options: OrderSupportRuntimeOptions): O
   const store = options.store ?? new MemoryStore();
   const desk = options.desk ?? new OrderDesk();
   const stopping = new AbortController();
+  const context: OrderSupportSessionContext = {
+    stopping: stopping.signal,
+    ...(options.warehouse ? { warehouse: options.warehouse } : {}),
+  };
   const definition =
     options.session !== undefined
-      ? options.session(desk, { stopping: stopping.signal })
-      : createOrderSupportSession(desk, options.model, { stopping: stopping.signal });
+      ? options.session(desk, context)
+      : createOrderSupportSession(desk, options.model, { stopping: stopping.signal }, options.warehouse);
   if (definition.name !== orderSupportAgentName) {
     throw new ConfigurationError(
       `the order support session must be named "${orderSupportAgentName}", not "${definition.name}"`,

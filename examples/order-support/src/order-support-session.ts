@@ -2,10 +2,12 @@
  * The durable session definition of the order support agent: `look_up_order` is a read (retried,
  * no approval); `cancel_order` is a non-idempotent write (runs at most once, after a person
  * approves), and when its outcome is in doubt the desk is asked whether the order is cancelled
- * (`reconcile`).
+ * (`reconcile`). With the warehouse (an MCP server), its tools too, with the effects their
+ * annotations imply.
  */
 import type { Model } from "@openai/agents";
 import type { SessionDefinition, ToolPolicies } from "@durable-agents/core";
+import type { McpToolset } from "@durable-agents/mcp";
 import { openAIAgentsSession } from "@durable-agents/openai-agents";
 import type { OrderDesk } from "./order-desk.js";
 import { createOrderSupportAgent } from "./order-support-agent.js";
@@ -32,9 +34,11 @@ export function createOrderSupportSession(
   desk: OrderDesk,
   model: Model | string,
   tools: OrderSupportToolOptions = {},
+  warehouse?: McpToolset,
 ): SessionDefinition {
   return openAIAgentsSession(createOrderSupportAgent(desk, model, tools), {
     name: orderSupportAgentName,
     policies: orderSupportSessionPolicies(desk),
+    ...(warehouse ? { mcp: warehouse } : {}),
   });
 }

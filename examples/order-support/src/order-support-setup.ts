@@ -51,7 +51,8 @@ export function orderSupportSetupFromEnv(
       isDemo: choice.isDemo,
       lookUpDelayMs,
       cancelDelayMs,
-      createSession: (desk, context) => createAiSdkOrderSupportSession(desk, choice.model, tools(context)),
+      createSession: (desk, context) =>
+        createAiSdkOrderSupportSession(desk, choice.model, tools(context), context?.warehouse),
     };
   }
   const choice = orderSupportModelFromEnv(env, demoOptions);
@@ -61,6 +62,6 @@ export function orderSupportSetupFromEnv(
     isDemo: choice.isDemo,
     lookUpDelayMs,
     cancelDelayMs,
-    createSession: (desk, context) => createOrderSupportSession(desk, choice.model, tools(context)),
+    createSession: (desk, context) => createOrderSupportSession(desk, choice.model, tools(context), context?.warehouse),
   };
 }

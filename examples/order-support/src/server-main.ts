@@ -15,6 +15,9 @@
  *                              restate: a Restate cluster drives the sessions and keeps them (see
  *                              order-support-restate.ts for RESTATE_INGRESS_URL, RESTATE_ADMIN_URL,
  *                              ORDER_SUPPORT_ENDPOINT_PORT, ORDER_SUPPORT_ENDPOINT_URL)
+ *
+ * The warehouse (an MCP server, `warehouse-server.ts`) is started over stdio and gives the agent
+ * `check_parcel` and `release_stock`; on the SQLite store it keeps its releases next to the desk.
  */
 import type { SessionClient } from "@durable-agents/core";
 import { mkdirSync } from "node:fs";
@@ -34,10 +37,12 @@ import {
   defaultStoreFolder,
   deskFileFor,
   openOrderSupportStore,
+  storeSideFile,
 } from "./order-support-store.js";
 import { orderSupportAgentName } from "./order-support-session.js";
 import { orderSupportSetupFromEnv } from "./order-support-setup.js";
 import { SessionTokens } from "./session-tokens.js";
+import { connectWarehouse } from "./warehouse.js";
 
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 8080);
@@ -102,10 +107,13 @@ async function startEngine(setup: ReturnType<typeof orderSupportSetupFromEnv>): 
     const sessionFile = choice.kind === "sqlite" ? choice.path : defaultStoreFile("server");
     if (sessionFile === defaultStoreFile("server")) mkdirSync(defaultStoreFolder, { recursive: true });
     const desk = OrderDesk.open(deskFileFor(sessionFile));
+    let warehouse: Awaited<ReturnType<typeof connectWarehouse>> | undefined;
     let engine: Awaited<ReturnType<typeof startOrderSupportOnRestate>>;
     try {
-      engine = await startOrderSupportOnRestate({ settings, desk, session: setup.createSession });
+      warehouse = await connectWarehouse({ stateFile: storeSideFile(sessionFile, "warehouse.json") });
+      engine = await startOrderSupportOnRestate({ settings, desk, warehouse, session: setup.createSession });
     } catch (error) {
+      await warehouse?.close();
       desk.close();
       throw error;
     }
@@ -115,18 +123,35 @@ async function startEngine(setup: ReturnType<typeof orderSupportSetupFromEnv>): 
       stoppedLine: "stopped: endpoint closed (Restate retries what ran on it), desk closed",
       async stop() {
         await engine.stop();
+        await warehouse.close();
         desk.close();
       },
     };
   }
   const opened = await openOrderSupportStore(chooseOrderSupportStore({ env: process.env, program: "server" }));
-  const runtime = startOrderSupportRuntime({ session: setup.createSession, store: opened.store, desk: opened.desk });
+  const choice = opened.choice;
+  let warehouse: Awaited<ReturnType<typeof connectWarehouse>>;
+  try {
+    warehouse = await connectWarehouse(
+      choice.kind === "sqlite" ? { stateFile: storeSideFile(choice.path, "warehouse.json") } : {},
+    );
+  } catch (error) {
+    await opened.close();
+    throw error;
+  }
+  const runtime = startOrderSupportRuntime({
+    session: setup.createSession,
+    store: opened.store,
+    desk: opened.desk,
+    warehouse,
+  });
   return {
     client: runtime.client,
     description: `store: ${opened.description}`,
     stoppedLine: "stopped: steps in flight finished, store closed",
     async stop() {
       await runtime.stop();
+      await warehouse.close();
       await opened.close();
     },
   };

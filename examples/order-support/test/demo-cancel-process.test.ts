@@ -94,8 +94,10 @@ describe("Ctrl-C in the terminal demo", () => {
 
   it("at the approval question cancels the turn: the question is dropped, the call never runs, and the demo finishes", async () => {
     const db = newDb();
-    // The default conversation on the AI SDK agent; --ask asks on stdin (a pipe) and waits for an answer.
-    const demo = startChild(demoScript, ["--framework", "ai-sdk", "--ask"], { ORDER_SUPPORT_DB: db });
+    // A look-up, then a cancellation, on the AI SDK agent; --ask asks on stdin (a pipe) and waits for an answer.
+    const demo = startChild(demoScript, ["--framework", "ai-sdk", "--ask", "look up order 1001", "cancel order 1002"], {
+      ORDER_SUPPORT_DB: db,
+    });
     await demo.waitFor("? Approve cancel_order");
     demo.process.kill("SIGINT");
     const exit = await demo.exited;
@@ -113,7 +115,7 @@ describe("Ctrl-C in the terminal demo", () => {
     );
     expect(out).not.toContain("needs approval:");
     expect(out).toMatch(
-      /done: 2 turn\(s\) \(1 cancelled\), \d+ model call\(s\), \d+ tokens; orders cancelled: none; cancel calls on the desk: 0\n/,
+      /done: 2 turn\(s\) \(1 cancelled\), \d+ model call\(s\), \d+ tokens; orders cancelled: none; cancel calls on the desk: 0; stock releases in the warehouse: 0\n/,
     );
 
     const desk = OrderDesk.open(deskFileFor(db));

@@ -37,6 +37,28 @@ describe("the demo model's decisions", () => {
     });
   });
 
+  it("asks the warehouse's MCP tools only when the request offers them", () => {
+    const withWarehouse = { type: "function", name: "check_parcel", description: "", parameters: {}, strict: false };
+    const release = { type: "function", name: "release_stock", description: "", parameters: {}, strict: false };
+    const offered = (input: string) =>
+      ({ ...request(input), tools: [...tools, withWarehouse, release] }) as ModelRequest;
+    expect(decideDemoResponse(offered("where is the parcel of order 1001?"))).toEqual({
+      kind: "tool_call",
+      name: "check_parcel",
+      arguments: { order_id: "1001" },
+    });
+    expect(decideDemoResponse(offered("release the stock of order 1002"))).toEqual({
+      kind: "tool_call",
+      name: "release_stock",
+      arguments: { order_id: "1002" },
+    });
+    expect(decideDemoResponse(offered("cancel order 1002"))).toMatchObject({ name: "cancel_order" });
+    expect(decideDemoResponse(offered("where is the parcel?"))).toMatchObject({ kind: "text", text: /Which order/ });
+    // Without the warehouse, a question about a parcel is a look-up, as before.
+    expect(decideDemoResponse(request("where is the parcel of order 1001?"))).toMatchObject({ name: "look_up_order" });
+    expect(decideDemoResponse(request("release the stock of order 1002"))).toMatchObject({ name: "look_up_order" });
+  });
+
   it("answers from the tool results that follow the latest user message", () => {
     const decision = decideDemoResponse(
       request([

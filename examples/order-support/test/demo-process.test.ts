@@ -49,7 +49,7 @@ function runDemo(args: string[]): Promise<Run> {
 function stepLines(stdout: string): string[] {
   return stdout.split("\n").flatMap((line) => {
     const match =
-      /^ {2}([✓✗]) (RunModel|CallTool|CallSingleAttemptTool|AwaitToolApproval|ResumeTurn)( (look_up_order|cancel_order))?/.exec(
+      /^ {2}([✓✗]) (RunModel|CallTool|CallSingleAttemptTool|AwaitToolApproval|ResumeTurn)( (look_up_order|cancel_order|check_parcel|release_stock))?/.exec(
         line,
       );
     return match ? [`${match[1]} ${match[2]}${match[4] ? ` ${match[4]}` : ""}`] : [];
@@ -70,11 +70,21 @@ describe("the terminal demo as a child process", () => {
       expect(run.stdout).toContain(
         `order support demo (framework: ${framework}; model: demo model (local, no API key needed); store: sqlite ${run.db})`,
       );
+      expect(run.stdout).toContain(
+        "warehouse (an MCP server over stdio): check_parcel (read, from its annotations), release_stock (unclassified, from its annotations)",
+      );
       expect(run.stdout).toContain("› look up order 1001");
+      expect(run.stdout).toContain("› where is the parcel of order 1001?");
       expect(run.stdout).toContain("› cancel order 1002");
+      expect(run.stdout).toContain("› release the stock of order 1002");
       expect(stepLines(run.stdout)).toEqual([
         "✓ RunModel",
         "✓ CallTool look_up_order",
+        "✓ ResumeTurn",
+        "✓ RunModel",
+        // The warehouse's read-only tool: a read by its annotations, no approval.
+        "✓ RunModel",
+        "✓ CallTool check_parcel",
         "✓ ResumeTurn",
         "✓ RunModel",
         "✓ RunModel",
@@ -82,8 +92,21 @@ describe("the terminal demo as a child process", () => {
         "✓ CallSingleAttemptTool cancel_order",
         "✓ ResumeTurn",
         "✓ RunModel",
+        // Its destructive tool: unclassified by its annotations, so it waits for approval and runs once.
+        "✓ RunModel",
+        "✓ AwaitToolApproval release_stock",
+        "✓ CallSingleAttemptTool release_stock",
+        "✓ ResumeTurn",
+        "✓ RunModel",
       ]);
       expect(run.stdout).toContain("cancel_order needs approval: approved automatically (stdin is not a TTY)");
+      expect(run.stdout).toContain("release_stock needs approval: approved automatically (stdin is not a TTY)");
+      expect(run.stdout).toContain(
+        "◆ answer: I asked the warehouse about order 1001: The parcel of order 1001 left the warehouse on its way to Ada, tracking number TRK-1001-7Q.",
+      );
+      expect(run.stdout).toContain(
+        "◆ answer: I asked the warehouse to release the stock of order 1002: Released the stock of order 1002: 1 x 27-inch monitor (MN-27) is back on shelf B-7.",
+      );
       expect(run.stdout).toContain(
         "◆ answer: I looked up order 1001: Order 1001 for Ada: 1 x mechanical keyboard (KB-87), 2 x USB-C cable (CB-02). Status: shipped.",
       );
@@ -96,7 +119,7 @@ describe("the terminal demo as a child process", () => {
         run.stdout.indexOf("◆ answer: I asked to cancel"),
       );
       expect(run.stdout).toMatch(
-        /done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002; cancel calls on the desk: 1/,
+        /done: 4 turn\(s\), 8 model call\(s\), \d+ tokens; orders cancelled: 1002; cancel calls on the desk: 1; stock releases in the warehouse: 1/,
       );
     },
   );

@@ -9,6 +9,7 @@ import { SqliteStore } from "@durable-agents/store-sqlite";
 import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
 import { OrderDesk } from "../src/order-desk.js";
 import { deskFileFor, storeSideFile } from "../src/order-support-store.js";
+import { warehouseReleases } from "../src/warehouse.js";
 import { demoScript, runToEnd, startChild } from "./support/child.js";
 
 const uuid = /session ([0-9a-f-]{36})/;
@@ -28,7 +29,7 @@ function newDb(): string {
 function stepLines(stdout: string): string[] {
   return stdout.split("\n").flatMap((line) => {
     const match =
-      /^ {2}([✓✗]) (RunModel|CallTool|CallSingleAttemptTool|AwaitToolApproval|ResumeTurn)( (look_up_order|cancel_order))?/.exec(
+      /^ {2}([✓✗]) (RunModel|CallTool|CallSingleAttemptTool|AwaitToolApproval|ResumeTurn)( (look_up_order|cancel_order|check_parcel|release_stock))?/.exec(
         line,
       );
     return match ? [`${match[1]} ${match[2]}${match[4] ? ` ${match[4]}` : ""}`] : [];
@@ -95,6 +96,8 @@ describe("the terminal demo resumes a session it was killed in", () => {
         second.answer("y");
         await second.waitFor("? Approve cancel_order");
         second.answer("y");
+        await second.waitFor("? Approve release_stock");
+        second.answer("y");
       } else {
         second.process.stdin.end();
       }
@@ -109,9 +112,17 @@ describe("the terminal demo resumes a session it was killed in", () => {
       // It does not start a session of its own, and the earlier turn is shown, not run again.
       expect(out).not.toMatch(/^session [0-9a-f-]{36}$/m);
       expect(out).toContain("  ◆ answer: I looked up order 1001:");
+      expect(out).toContain("  ◆ answer: I asked the warehouse about order 1001:");
+      // The warehouse is a new process now (the first one ended with its demo); the session's next
+      // MCP call, after the cancellation, goes to it.
       expect(stepLines(out)).toEqual([
         "✓ AwaitToolApproval cancel_order",
         "✓ CallSingleAttemptTool cancel_order",
+        "✓ ResumeTurn",
+        "✓ RunModel",
+        "✓ RunModel",
+        "✓ AwaitToolApproval release_stock",
+        "✓ CallSingleAttemptTool release_stock",
         "✓ ResumeTurn",
         "✓ RunModel",
       ]);
@@ -123,8 +134,11 @@ describe("the terminal demo resumes a session it was killed in", () => {
       expect(out).toContain(
         "◆ answer: I asked to cancel order 1002: Order 1002 is now cancelled (reason: requested by the customer).",
       );
+      expect(out).toContain(
+        "◆ answer: I asked the warehouse to release the stock of order 1002: Released the stock of order 1002: 1 x 27-inch monitor (MN-27) is back on shelf B-7.",
+      );
       expect(out).toMatch(
-        /done: 2 turn\(s\), 4 model call\(s\), \d+ tokens; orders cancelled: 1002; cancel calls on the desk: 1\n/,
+        /done: 4 turn\(s\), 8 model call\(s\), \d+ tokens; orders cancelled: 1002; cancel calls on the desk: 1; stock releases in the warehouse: 1\n/,
       );
 
       // Exactly once, by the desk's file and by the session's log.
@@ -142,9 +156,20 @@ describe("the terminal demo resumes a session it was killed in", () => {
       });
       const events = await eventsOf(db, sessionId);
       expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-      const cancelSteps = events.filter((e) => e.type === "step_started" && e.data.step === "CallSingleAttemptTool");
-      expect(cancelSteps).toHaveLength(1);
-      expect(events.filter((e) => e.type === "turn_completed")).toHaveLength(2);
+      // One single-attempt step each for the cancellation and the release.
+      const singleSteps = events.filter((e) => e.type === "step_started" && e.data.step === "CallSingleAttemptTool");
+      expect(singleSteps.map((e) => (e.type === "step_started" ? e.data.turnId : ""))).toEqual(["turn-3", "turn-4"]);
+      expect(events.filter((e) => e.type === "turn_completed")).toHaveLength(4);
+      // The warehouse released the stock once, for the session's call: the key it got in _meta.
+      const releaseCall = singleSteps[1]!.type === "step_started" ? singleSteps[1]!.data.toolCallId : undefined;
+      expect(warehouseReleases(storeSideFile(db, "warehouse.json"))).toEqual([
+        {
+          orderId: "1002",
+          key: `${sessionId}/turn-4/${releaseCall}`,
+          text: expect.any(String),
+          at: expect.any(String),
+        },
+      ]);
 
       // A third run has nothing to resume: it starts a new session, on a desk that remembers.
       const third = await runToEnd(demoScript, [...frameworkArgs, "look up order 1002"], env);

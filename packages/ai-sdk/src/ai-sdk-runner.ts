@@ -35,6 +35,7 @@ import {
   type Tool,
   type ToolSet,
 } from "ai";
+import type { McpToolset } from "@durable-agents/mcp";
 import { ApprovalRules, type AiSdkToolApproval } from "./approval-rules.js";
 import { describeAgent } from "./describe.js";
 import { displayMessage } from "./display-projection.js";
@@ -66,6 +67,12 @@ export interface AiSdkRunnerOptions {
    * own `needsApproval`. `user-approval` and `denied` make the call wait for a person.
    */
   readonly toolApproval?: AiSdkToolApproval;
+  /**
+   * Tools of MCP servers (`McpToolset.connect` from `@durable-agents/mcp`, connected before the
+   * runner is built): each call is its own durable step, with the effect the tool's annotations
+   * imply unless a policy names it. The list follows the servers' `list_changed` notifications.
+   */
+  readonly mcp?: McpToolset;
 }
 
 const isProviderExecuted = (tool: Tool): boolean =>
@@ -97,11 +104,23 @@ const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
   value !== null &&
   typeof (value as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function";
 
+/** The model's view of an MCP tool: its description and input schema, no execute (arguments are checked in `callTool`). */
+const mcpModelTool = (tool: ReturnType<McpToolset["tools"]>[number]): ToolSet[string] =>
+  ({
+    description: tool.description,
+    inputSchema: jsonSchema(tool.inputSchema as Parameters<typeof jsonSchema>[0], {
+      validate: (value: unknown) => ({ success: true as const, value }),
+    }),
+  }) as unknown as ToolSet[string];
+
 export class AiSdkRunner implements Runner {
   readonly #options: AiSdkRunnerOptions;
   readonly #tools: ReadonlyMap<string, Tool>;
   readonly #modelTools: ToolSet;
   readonly #approval: ApprovalRules;
+  readonly #mcp: McpToolset | undefined;
+  /** The model's tool set with the MCP tools of `#mcp.version`, built again when the servers' lists change. */
+  #withMcp: { readonly version: number; readonly tools: ToolSet } | undefined;
 
   constructor(options: AiSdkRunnerOptions) {
     if (typeof options !== "object" || options === null || options.model == null) {
@@ -143,10 +162,52 @@ export class AiSdkRunner implements Runner {
       }
     }
     this.#approval = new ApprovalRules(tools, approval, options.toolsContext, options.runtimeContext);
+    this.#mcp = options.mcp;
+    if (this.#mcp) {
+      if (typeof this.#mcp.tools !== "function" || typeof this.#mcp.call !== "function") {
+        throw new ConfigurationError(
+          "mcp must be an McpToolset from @durable-agents/mcp (await McpToolset.connect(...))",
+        );
+      }
+      const both = this.#mcp.tools().filter((tool) => tools.has(tool.name) || modelTools[tool.name] !== undefined);
+      if (both.length > 0) {
+        throw new PolicyError(
+          `the agent has a tool and an MCP server offers one with the same name: ${both.map((t) => `"${t.name}" (server "${t.server}")`).join(", ")}; give the server a toolPrefix`,
+        );
+      }
+    }
   }
 
   tools(): readonly ToolDescription[] {
-    return [...this.#tools.keys()].map((name) => ({ name, approval: this.#approval.mode(name) }));
+    const own = [...this.#tools.keys()].map((name) => ({ name, approval: this.#approval.mode(name) }));
+    return this.#mcp
+      ? [
+          ...own,
+          ...this.#mcpTools().map((tool) => ({
+            name: tool.name,
+            approval: "never" as const,
+            defaultEffect: tool.effect,
+          })),
+        ]
+      : own;
+  }
+
+  /** The MCP tools the servers offer now, but a name the agent's own tools use (a later list) stays the agent's. */
+  #mcpTools(): ReturnType<McpToolset["tools"]> {
+    return this.#mcp
+      ? this.#mcp.tools().filter((tool) => !this.#tools.has(tool.name) && this.#modelTools[tool.name] === undefined)
+      : [];
+  }
+
+  #modelToolSet(): ToolSet {
+    if (!this.#mcp) return this.#modelTools;
+    const version = this.#mcp.version;
+    if (this.#withMcp?.version !== version) {
+      const tools: ToolSet = { ...this.#modelTools };
+      for (const tool of this.#mcpTools()) tools[tool.name] = mcpModelTool(tool);
+      this.#withMcp = { version, tools };
+    }
+    return this.#withMcp.tools;
   }
 
   /** The agent for the definition's fingerprint: model name, instructions, tools and their schemas. */
@@ -176,7 +237,7 @@ export class AiSdkRunner implements Runner {
       model: this.#options.model,
       instructions: this.#options.instructions,
       messages,
-      tools: this.#modelTools,
+      tools: this.#modelToolSet(),
       stopWhen: isStepCount(1),
       maxRetries: 0,
       abortSignal: input.signal,
@@ -230,6 +291,10 @@ export class AiSdkRunner implements Runner {
 
   async callTool(input: CallToolInput): Promise<CallToolResult> {
     const tool = this.#tools.get(input.name);
+    if (!tool && this.#mcp) {
+      // One MCP call: the toolset validates the arguments and sends the key and attempt in _meta.
+      return await this.#mcp.call(input.name, input.arguments, input);
+    }
     if (!tool || typeof tool.execute !== "function") {
       const known = [...this.#tools.keys()].sort().join(", ") || "none";
       return { status: "failed", message: `the agent has no tool named "${input.name}" (its tools: ${known})` };

@@ -67,6 +67,10 @@ export type DefinitionMigration =
 export interface SessionDefinition {
   readonly name: string;
   readonly runner: Runner;
+  /**
+   * The runner's tools as it lists them now (`runner.tools()` on every read): a runner whose tools
+   * can change while it serves (MCP servers announce new tool lists) reports the new list here.
+   */
   readonly tools: readonly ToolDescription[];
   readonly policies: ToolPolicies;
   readonly modelRetry: RetryPolicy;
@@ -103,10 +107,13 @@ export function defineSession(options: SessionDefinitionOptions): SessionDefinit
   }
   const description = describeDefinition(options.name, tools, policies, options.runner.describe?.() ?? null);
   const fingerprint = fingerprintOf(description);
+  const runner = options.runner;
   return {
     name: options.name,
-    runner: options.runner,
-    tools,
+    runner,
+    get tools() {
+      return runner.tools();
+    },
     policies,
     modelRetry,
     toolBackoff: { ...defaultToolBackoff, ...options.toolBackoff },
@@ -155,7 +162,10 @@ export function machineConfig(definition: SessionDefinition): MachineConfig {
     maxModelSteps: definition.maxModelSteps,
     modelRetry: definition.modelRetry,
     toolBackoff: definition.toolBackoff,
-    tools: definition.tools,
+    // Read on every use, so a tool list that changes (MCP) reaches the machine's next transition.
+    get tools() {
+      return definition.tools;
+    },
     policies: definition.policies,
     cancelGraceMs: definition.cancelGraceMs ?? 10_000,
     failureNote: (text) => definition.runner.userItem("turn_failure_note", text),

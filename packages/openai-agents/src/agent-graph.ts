@@ -67,7 +67,9 @@ export function readAgentGraph(entry: Agent<any, any>): AgentGraph {
   const atLeastOnce: string[] = [];
   for (const agent of agents) {
     if ((agent.mcpServers ?? []).length > 0) {
-      atLeastOnce.push(`agent "${agent.name}" has MCP servers (${agent.mcpServers.map((s) => s.name).join(", ")})`);
+      atLeastOnce.push(
+        `agent "${agent.name}" has MCP servers (${agent.mcpServers.map((s) => s.name).join(", ")}) (to give each of their calls a durable step, connect them with McpToolset from @durable-agents/mcp and pass it as the runner's mcp option)`,
+      );
     }
     if (agent.getAllTools !== Agent.prototype.getAllTools) {
       atLeastOnce.push(`agent "${agent.name}" overrides getAllTools, so its tools cannot be gated`);

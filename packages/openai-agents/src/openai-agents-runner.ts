@@ -7,6 +7,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import {
   type Agent,
   RunContext,
+  tool as sdkTool,
   RunState,
   Runner as SdkRunner,
   ToolInputGuardrailTripwireTriggered,
@@ -51,6 +52,7 @@ import {
   type ToolDescription,
   type UserItemKind,
 } from "@durable-agents/core/engine";
+import type { McpTool, McpToolset } from "@durable-agents/mcp";
 import { gateAgentGraph, readAgentGraph, type AgentGraph, type GraphTool } from "./agent-graph.js";
 import { describeGraph } from "./describe.js";
 import { durableToolInfo } from "./durable-tool.js";
@@ -82,6 +84,14 @@ export interface OpenAIAgentsRunnerOptions {
    * skips decoding and `RunState.fromString`. Any other step decodes, with the same result.
    */
   readonly liveRunStates?: number;
+  /**
+   * Tools of MCP servers for the entry agent (`McpToolset.connect` from `@durable-agents/mcp`,
+   * connected before the runner is built): each call is its own durable step, like a function tool,
+   * with the effect the tool's annotations imply unless a policy names it. The list follows the
+   * servers' `list_changed` notifications. (`Agent.mcpServers` stays refused: the SDK would run those
+   * tools itself.)
+   */
+  readonly mcp?: McpToolset;
 }
 
 /** A turn's SDK state kept in memory between its steps, and the history part of its input. */
@@ -134,6 +144,14 @@ export class OpenAIAgentsRunner implements Runner {
   readonly #liveLimit: number;
   /** Live states by the exact run state string returned with them, oldest first. */
   readonly #live = new Map<string, LiveRunState>();
+  readonly #mcp: McpToolset | undefined;
+  /** The entry agent's own tools on the gated copy; the MCP tools are added after them. */
+  readonly #ownGatedTools: readonly unknown[];
+  /** A gated copy of every MCP tool the servers offered (also of those they no longer offer, for saved run states). */
+  readonly #mcpGated = new Map<string, { readonly tool: McpTool; readonly gated: FunctionTool<any, any, any> }>();
+  #mcpVersion = -1;
+  /** Set while a saved run state is restored: gated copies of MCP tools that went away must still resolve. */
+  readonly #restoring = new AsyncLocalStorage<true>();
 
   constructor(agent: Agent<any, any>, options: OpenAIAgentsRunnerOptions = {}) {
     this.agent = agent;
@@ -167,10 +185,71 @@ export class OpenAIAgentsRunner implements Runner {
     this.#descriptions = [...this.#graph.tools.values()].map((entry) => describeTool(entry));
     this.#model = options.model;
     for (const entry of this.#graph.tools.values()) watchNestedApprovals(entry);
+    this.#ownGatedTools = [...this.#gated.tools];
+    this.#mcp = options.mcp;
+    if (this.#mcp) {
+      if (typeof this.#mcp.tools !== "function" || typeof this.#mcp.call !== "function") {
+        throw new ConfigurationError(
+          "mcp must be an McpToolset from @durable-agents/mcp (await McpToolset.connect(...))",
+        );
+      }
+      const both = this.#mcp.tools().filter((tool) => this.#graph.tools.has(tool.name));
+      if (both.length > 0) {
+        throw new PolicyError(
+          `the agent graph has a tool and an MCP server offers one with the same name: ${both.map((t) => `"${t.name}" (server "${t.server}")`).join(", ")}; give the server a toolPrefix`,
+        );
+      }
+      this.#syncMcp();
+    }
   }
 
   tools(): readonly ToolDescription[] {
-    return this.#descriptions;
+    if (!this.#mcp) return this.#descriptions;
+    return [
+      ...this.#descriptions,
+      ...this.#mcpTools().map((tool) => ({ name: tool.name, approval: "never" as const, defaultEffect: tool.effect })),
+    ];
+  }
+
+  /** The MCP tools the servers offer now; a name a tool of the graph uses (in a later list) stays the graph's. */
+  #mcpTools(): readonly McpTool[] {
+    return this.#mcp ? this.#mcp.tools().filter((tool) => !this.#graph.tools.has(tool.name)) : [];
+  }
+
+  /** Brings the entry agent's gated MCP tools up to the servers' current lists. */
+  #syncMcp(): void {
+    if (!this.#mcp || this.#mcp.version === this.#mcpVersion) return;
+    this.#mcpVersion = this.#mcp.version;
+    for (const tool of this.#mcpTools()) {
+      if (this.#mcpGated.get(tool.name)?.tool !== tool)
+        this.#mcpGated.set(tool.name, { tool, gated: this.#gateMcpTool(tool) });
+    }
+    this.#gated.tools = [...this.#ownGatedTools, ...[...this.#mcpGated.values()].map((entry) => entry.gated)] as never;
+  }
+
+  /** The model's view of an MCP tool: its schema, gated like a function tool; it never calls the server. */
+  #gateMcpTool(tool: McpTool): FunctionTool<any, any, any> {
+    const name = tool.name;
+    const schema = tool.inputSchema as Record<string, unknown>;
+    return sdkTool({
+      name,
+      description: tool.description,
+      parameters: {
+        ...schema,
+        type: "object",
+        properties: (schema.properties as Record<string, unknown> | undefined) ?? {},
+        required: (schema.required as string[] | undefined) ?? [],
+        additionalProperties: (schema.additionalProperties as boolean | undefined) ?? true,
+      } as never,
+      strict: false,
+      needsApproval: true,
+      // A tool the servers no longer offer is hidden from the model, but a saved run state that
+      // named it still resolves it (its call ends failed in callTool, and the model reads that).
+      isEnabled: async () => this.#mcp?.tool(name) !== undefined || this.#restoring.getStore() === true,
+      execute: async (_input: unknown, _context: unknown, details?: { toolCall?: { callId?: string } }) =>
+        this.#recordedOutput(name, details?.toolCall?.callId),
+      errorFunction: (_context, error) => (error instanceof Error ? error.message : String(error)),
+    }) as FunctionTool<any, any, any>;
   }
 
   /** The agent graph for the definition's fingerprint: agents, models, instructions, tools and their schemas, handoffs. */
@@ -196,6 +275,7 @@ export class OpenAIAgentsRunner implements Runner {
   }
 
   async runModel(input: RunModelInput): Promise<RunModelResult> {
+    this.#syncMcp();
     const history = input.history;
     let runInput: AgentInputItem[] | RunState<any, Agent<any, any>>;
     let responsesBefore = 0;
@@ -218,10 +298,11 @@ export class OpenAIAgentsRunner implements Runner {
         known = live.prefix;
       } else {
         const saved = decodeRunState(input.runState, history);
-        state =
+        state = await this.#restoring.run(true, () =>
           this.#context === undefined
-            ? await RunState.fromString(this.#gated, saved.sdkState)
-            : await RunState.fromStringWithContext(this.#gated, saved.sdkState, new RunContext(this.#context));
+            ? RunState.fromString(this.#gated, saved.sdkState)
+            : RunState.fromStringWithContext(this.#gated, saved.sdkState, new RunContext(this.#context)),
+        );
         if (saved.historyItems.length > 0) {
           // The SDK gets its own copy of the history items, as on the first step of a turn.
           const original = structuredClone(saved.historyItems) as AgentInputItem[];
@@ -274,6 +355,17 @@ export class OpenAIAgentsRunner implements Runner {
       for (const item of interruptions) {
         const raw = item.rawItem as { type?: string; callId?: string; name?: string; arguments?: string };
         const entry = raw.type === "function_call" && raw.name ? this.#graph.tools.get(raw.name) : undefined;
+        if (
+          !entry &&
+          raw.type === "function_call" &&
+          raw.name &&
+          raw.callId !== undefined &&
+          this.#mcpGated.has(raw.name)
+        ) {
+          // An MCP tool asks for no approval of its own: its effect (or policy) decides.
+          calls.push({ toolCallId: raw.callId, name: raw.name, arguments: raw.arguments ?? "", needsApproval: false });
+          continue;
+        }
         if (!entry || raw.callId === undefined) {
           throw new Error(
             `the run stopped for an approval the runner does not gate (${raw.type ?? "?"} "${raw.name ?? item.toolName ?? "?"}"); ` +
@@ -302,6 +394,8 @@ export class OpenAIAgentsRunner implements Runner {
 
   async callTool(input: CallToolInput): Promise<CallToolResult> {
     const entry = this.#graph.tools.get(input.name);
+    // One MCP call: the toolset validates the arguments and sends the key and attempt in _meta.
+    if (!entry && this.#mcp) return await this.#mcp.call(input.name, input.arguments, input);
     if (!entry) return { status: "failed", message: `the agent has no tool named "${input.name}"` };
     const tool = entry.tool;
     const runContext = new RunContext(this.#context);

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { SessionSnapshot } from "@durable-agents/core";
+import type { McpToolset } from "@durable-agents/mcp";
 import { OrderSupportAiSdkDemoModel } from "../../src/ai-sdk-demo-model.js";
 import { createAiSdkOrderSupportSession } from "../../src/ai-sdk-order-support-session.js";
 import { createOrderSupportServer } from "../../src/create-order-support-server.js";
@@ -52,11 +53,13 @@ export interface HarnessOptions {
   readonly serverClient?: (client: OrderSupportClient) => OrderSupportClient;
   /** What the tools and the checks get instead of the runtime's desk (for example, the desk with faults). */
   readonly wrapDesk?: (desk: OrderDesk) => OrderDesk;
+  /** The warehouse's MCP tools for the agent (`connectWarehouse()`); the test closes it. Default: none. */
+  readonly warehouse?: McpToolset;
 }
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const tokens = new SessionTokens(`test-key-${randomUUID()}`);
-  const { serverClient, framework, lookUpDelayMs, wrapDesk, ...serverOptions } = options;
+  const { serverClient, framework, lookUpDelayMs, wrapDesk, warehouse, ...serverOptions } = options;
   const deskOf = (desk: OrderDesk) => (wrapDesk ? wrapDesk(desk) : desk);
   const speed = { chunkSize: 12, chunkDelayMs: 2 };
   const tools = (stopping: AbortSignal) => ({ lookUpDelayMs: lookUpDelayMs ?? 0, stopping });
@@ -64,11 +67,16 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     framework === "ai-sdk"
       ? startOrderSupportRuntime({
           session: (desk, { stopping }) =>
-            createAiSdkOrderSupportSession(deskOf(desk), new OrderSupportAiSdkDemoModel(speed), tools(stopping)),
+            createAiSdkOrderSupportSession(
+              deskOf(desk),
+              new OrderSupportAiSdkDemoModel(speed),
+              tools(stopping),
+              warehouse,
+            ),
         })
       : startOrderSupportRuntime({
           session: (desk, { stopping }) =>
-            createOrderSupportSession(deskOf(desk), new OrderSupportDemoModel(speed), tools(stopping)),
+            createOrderSupportSession(deskOf(desk), new OrderSupportDemoModel(speed), tools(stopping), warehouse),
         });
   const client = serverClient ? serverClient(runtime.client) : runtime.client;
   const app = createOrderSupportServer({ client, tokens, ...serverOptions });

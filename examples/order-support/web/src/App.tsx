@@ -71,8 +71,9 @@ export function App() {
       ) : (
         <main className="welcome">
           <p>
-            Ask about the orders of the shop's desk: <q>look up order 1001</q>, <q>cancel order 1002</q>. A
-            cancellation waits for your approval.
+            Ask about the orders of the shop's desk: <q>look up order 1001</q>, <q>cancel order 1002</q>, or its
+            warehouse (an MCP server): <q>where is the parcel of order 1001?</q>,{" "}
+            <q>release the stock of order 1002</q>. A cancellation and a release wait for your approval.
           </p>
           <button type="button" onClick={() => void start()} disabled={starting}>
             Start a session

@@ -1,5 +1,6 @@
 /** The runner the conformance suites drive: conformance tools as AI SDK tools, and the scripted model. */
 import type { ConformanceTool } from "@durable-agents/core/testing";
+import type { McpToolset } from "@durable-agents/mcp";
 import { tool, type ToolSet } from "ai";
 import { z } from "zod";
 import { AiSdkRunner } from "../ai-sdk-runner.js";
@@ -17,13 +18,24 @@ function toAiSdkTool(spec: ConformanceTool): ToolSet[string] {
   }) as ToolSet[string];
 }
 
+export interface ConformanceRunnerOptions extends ScriptedLanguageModelOptions {
+  /** MCP tools for the agent besides `tools` (core's session suite run with its tools on an MCP server). */
+  readonly mcp?: McpToolset;
+}
+
 export function conformanceRunner(
   tools: readonly ConformanceTool[],
-  options: ScriptedLanguageModelOptions = {},
+  options: ConformanceRunnerOptions = {},
 ): { runner: AiSdkRunner; model: ScriptedLanguageModel } {
-  const model = new ScriptedLanguageModel(options);
+  const { mcp, ...modelOptions } = options;
+  const model = new ScriptedLanguageModel(modelOptions);
   const toolSet: ToolSet = {};
   for (const spec of tools) toolSet[spec.name] = toAiSdkTool(spec);
-  const runner = new AiSdkRunner({ model, instructions: "You are the conformance test agent.", tools: toolSet });
+  const runner = new AiSdkRunner({
+    model,
+    instructions: "You are the conformance test agent.",
+    tools: toolSet,
+    ...(mcp ? { mcp } : {}),
+  });
   return { runner, model };
 }

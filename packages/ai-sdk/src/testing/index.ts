@@ -1,2 +1,2 @@
 export { ScriptedLanguageModel, type ScriptedLanguageModelOptions } from "./scripted-language-model.js";
-export { conformanceRunner } from "./conformance-runner.js";
+export { conformanceRunner, type ConformanceRunnerOptions } from "./conformance-runner.js";

@@ -153,12 +153,14 @@ export function planCalls(
   calls: readonly RequestedToolCall[],
   config: Pick<MachineConfig, "tools" | "policies">,
 ): PlannedCall[] {
-  const toolNames = new Set(config.tools.map((tool) => tool.name));
+  // One read of the tool list for the whole response (a runner's list may change between transitions).
+  const tools = config.tools;
+  const toolNames = new Set(tools.map((tool) => tool.name));
   return calls.map((call) => ({
     toolCallId: call.toolCallId,
     name: call.name,
     arguments: call.arguments,
-    ...resolveCallPolicy(call.name, config.policies, config.tools, Boolean(call.needsApproval)),
+    ...resolveCallPolicy(call.name, config.policies, tools, Boolean(call.needsApproval)),
     ...(toolNames.has(call.name) ? {} : { invalid: `the agent has no tool named "${call.name}"` }),
   }));
 }

@@ -5,6 +5,7 @@
 import { Agent } from "@openai/agents";
 import { z } from "zod";
 import type { ConformanceTool } from "@durable-agents/core/testing";
+import type { McpToolset } from "@durable-agents/mcp";
 import { durableTool } from "../durable-tool.js";
 import { OpenAIAgentsRunner } from "../openai-agents-runner.js";
 import { ScriptedModel, type ScriptedModelOptions } from "./scripted-model.js";
@@ -12,6 +13,8 @@ import { ScriptedModel, type ScriptedModelOptions } from "./scripted-model.js";
 export interface ConformanceRunnerOptions extends ScriptedModelOptions {
   /** The model to use; default a new `ScriptedModel` with these options. */
   readonly model?: ScriptedModel;
+  /** MCP tools for the agent besides `tools` (core's session suite run with its tools on an MCP server). */
+  readonly mcp?: McpToolset;
 }
 
 export function conformanceRunner(
@@ -35,5 +38,6 @@ export function conformanceRunner(
       });
     }),
   });
-  return { runner: new OpenAIAgentsRunner(agent, { model }), model, agent };
+  const runner = new OpenAIAgentsRunner(agent, { model, ...(options.mcp ? { mcp: options.mcp } : {}) });
+  return { runner, model, agent };
 }
