@@ -212,7 +212,9 @@ export class AiSdkRunner implements Runner {
 
   /** The agent for the definition's fingerprint: model name, instructions, tools and their schemas. */
   describe(): RunnerDescription {
-    return describeAgent(this.#options);
+    const description = describeAgent(this.#options);
+    // The MCP tools as listed when the session is defined are part of its definition.
+    return this.#mcp ? { ...description, mcpTools: this.#mcp.describe() } : description;
   }
 
   userItem(kind: UserItemKind, text: string): HistoryItem {

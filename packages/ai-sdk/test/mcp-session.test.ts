@@ -5,7 +5,7 @@ import { McpTestServer, mcpSessionSuite } from "@durable-agents/mcp/testing";
 import { tool } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { AiSdkRunner } from "../src/index.js";
+import { AiSdkRunner, aiSdkSession } from "../src/index.js";
 import { conformanceRunner, ScriptedLanguageModel } from "../src/testing/index.js";
 
 for (const transport of ["stdio", "http"] as const) {
@@ -33,6 +33,33 @@ describe("the mcp option", () => {
     } finally {
       await toolset.close();
       await server.dispose();
+    }
+  });
+});
+
+describe("the definition's fingerprint", () => {
+  it("takes in the MCP tools as listed: another input schema is another definition", async () => {
+    const schema = (extra: boolean) => ({
+      type: "object",
+      properties: { order_id: { type: "string" }, ...(extra ? { reason: { type: "string" } } : {}) },
+      required: ["order_id"],
+    });
+    const servers = [
+      new McpTestServer([{ name: "release", inputSchema: schema(false), behaviour: { kind: "echo" } }]),
+      new McpTestServer([{ name: "release", inputSchema: schema(false), behaviour: { kind: "echo" } }]),
+      new McpTestServer([{ name: "release", inputSchema: schema(true), behaviour: { kind: "echo" } }]),
+    ];
+    const toolsets = await Promise.all(servers.map((server) => McpToolset.connect([server.stdio("shop")])));
+    try {
+      const [same1, same2, changed] = toolsets.map(
+        (mcp) => aiSdkSession({ name: "shop", model: new ScriptedLanguageModel(), tools: {}, mcp }).fingerprint,
+      );
+      expect(same1).toBe(same2);
+      expect(changed).not.toBe(same1);
+      expect(aiSdkSession({ name: "shop", model: new ScriptedLanguageModel(), tools: {} }).fingerprint).not.toBe(same1);
+    } finally {
+      for (const toolset of toolsets) await toolset.close();
+      for (const server of servers) await server.dispose();
     }
   });
 });

@@ -123,6 +123,23 @@ export class McpToolset {
     return this.#entries.get(name)?.tool;
   }
 
+  /**
+   * What a definition's fingerprint takes from the servers' tools as listed now (a runner's
+   * `describe()` adds it): each tool's name, server, name on its server, input schema and the
+   * effect its hints imply, sorted by name. Descriptions and titles are left out, as for function tools.
+   */
+  describe(): { name: string; server: string; serverToolName: string; inputSchema: unknown; effect: string }[] {
+    return this.#tools
+      .map((tool) => ({
+        name: tool.name,
+        server: tool.server,
+        serverToolName: tool.serverToolName,
+        inputSchema: tool.inputSchema,
+        effect: tool.effect,
+      }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
   /** The tools as a runner reports them to core: no approval of their own, the effect their hints imply. */
   descriptions(): ToolDescription[] {
     return this.#tools.map((tool) => ({ name: tool.name, approval: "never", defaultEffect: tool.effect }));

@@ -254,7 +254,9 @@ export class OpenAIAgentsRunner implements Runner {
 
   /** The agent graph for the definition's fingerprint: agents, models, instructions, tools and their schemas, handoffs. */
   describe(): RunnerDescription {
-    return describeGraph(this.#graph, this.#model);
+    const description = describeGraph(this.#graph, this.#model);
+    // The MCP tools as listed when the session is defined are part of its definition.
+    return this.#mcp ? { ...description, mcpTools: this.#mcp.describe() } : description;
   }
 
   validatePolicies(policies: ToolPolicies): void {
