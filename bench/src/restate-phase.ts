@@ -44,6 +44,12 @@ export interface RestateLevel {
   readonly sessionTurnMs: number;
   readonly bareTurnMs: number;
   readonly turnRatio: number;
+  /**
+   * Per step, the session's turn minus the time spent inside the runner (the scripted model's calls
+   * and the tool bodies), median over the turns: what the engine itself costs, apart from the
+   * runner's own work on a longer history.
+   */
+  readonly outsideRunnerMsPerStep: number;
   /** The drive invocation's journal of a timed turn, per step (median over the timed turns). */
   readonly journalBytesPerStep: number;
   readonly journalEntriesPerTurn: number;
@@ -86,6 +92,8 @@ export async function runRestatePhase(options: {
 }): Promise<RestateFigures> {
   let marks: number[] = [];
   const mark = () => marks.push(performance.now());
+  /** Time spent inside the runner (model calls, tool bodies) during the current turn, ms. */
+  let inRunner = 0;
   const scripted = new ScriptedRunner({
     tools: [
       {
@@ -93,8 +101,10 @@ export async function runRestatePhase(options: {
         description: "Looks a key up.",
         parameters: { key: "string" },
         execute: ({ key }) => {
+          const started = performance.now();
           const digest = createHash("sha256").update(String(key)).digest("hex");
           mark();
+          inRunner += performance.now() - started;
           return digest;
         },
       },
@@ -106,8 +116,10 @@ export async function runRestatePhase(options: {
     userItem: (kind, text) => scripted.userItem(kind, text),
     callTool: (input) => scripted.callTool(input),
     async runModel(input) {
+      const started = performance.now();
       const result = await scripted.runModel(input);
       mark();
+      inRunner += performance.now() - started;
       return result;
     },
   };
@@ -159,6 +171,7 @@ export async function runRestatePhase(options: {
       const lastEventSeq = lastSeen;
       const abort = new AbortController();
       marks = [];
+      inRunner = 0;
       const started = performance.now();
       await client.sendMessage(sessionId, text);
       for await (const event of client.followEvents(sessionId, { after: lastEventSeq, signal: abort.signal })) {
@@ -167,7 +180,7 @@ export async function runRestatePhase(options: {
       }
       const ended = performance.now();
       abort.abort();
-      return stepTimes(started, marks, ended);
+      return { ...stepTimes(started, marks, ended), outsideRunnerMs: (ended - started - inRunner) / STEPS };
     }
 
     async function bareTurn(key: string, sizes: readonly number[]) {
@@ -218,14 +231,21 @@ export async function runRestatePhase(options: {
         history = (await client.snapshot(sessionId)).messages.length;
       }
       lastSeen = (await store.loadSession(sessionId))!.lastEventSeq;
-      // Warm-up turns of both; the first gives the payload sizes the bare handler returns.
+      // Warm-up turns of both (more before the first level: the server and this process have just
+      // started); the first gives the payload sizes the bare handler returns.
       await sessionTurn(sessionId, turnText(`w${size}`));
       const payloads = await stepPayloads(sessionId);
       await bareTurn(`bare-${size}`, payloads);
+      const extraWarmup = size === options.sizes[0] ? options.turns : 0;
+      for (let i = 0; i < extraWarmup; i++) {
+        await sessionTurn(sessionId, turnText(`w${size}-${i}`));
+        await bareTurn(`bare-${size}`, payloads);
+      }
       options.log(`Restate: ${options.turns} turns of each at ${size} history items, in turns`);
       const sessionSteps: number[] = [];
       const bareSteps: number[] = [];
       const sessionTurns: number[] = [];
+      const outside: number[] = [];
       const bareTurns: number[] = [];
       const journals: { bytes: number; entries: number }[] = [];
       const cpu = { session: { own: 0, server: 0 }, bare: { own: 0, server: 0 } };
@@ -237,6 +257,7 @@ export async function runRestatePhase(options: {
         cpu.session.server += processCpuMs(server.pid) - srv;
         sessionSteps.push(...s.steps);
         sessionTurns.push(s.turnMs);
+        outside.push(s.outsideRunnerMs);
         journals.push(await journalOf(sessionId));
         own = ownCpuMs();
         srv = processCpuMs(server.pid);
@@ -261,6 +282,7 @@ export async function runRestatePhase(options: {
         sessionTurnMs,
         bareTurnMs,
         turnRatio: sessionTurnMs / bareTurnMs,
+        outsideRunnerMsPerStep: summarize(outside).median,
         journalBytesPerStep: summarize(journals.map((j) => j.bytes)).median / STEPS,
         journalEntriesPerTurn: summarize(journals.map((j) => j.entries)).median,
         bareStepBytes: payloads,

@@ -171,13 +171,15 @@ describe("pnpm bench --quick", () => {
         }
         expect(level.ratio).toBeCloseTo(level.session.median / level.bare.median, 6);
         expect(level.sessionTurnMs).toBeGreaterThan(level.session.median);
+        expect(level.outsideRunnerMsPerStep).toBeGreaterThan(0);
+        expect(level.outsideRunnerMsPerStep).toBeLessThan(level.sessionTurnMs / r.restate.stepsPerTurn + 1e-9);
         expect(level.journalBytesPerStep).toBeGreaterThan(Math.min(...level.bareStepBytes));
         expect(level.sessionCpuMsPerStep.endpoint).toBeGreaterThan(0);
       }
       expect(run.stdout).toContain("engine-restate vs bare ctx.run handler");
 
-      expect(r.targets).toHaveLength(27);
-      expect(r.targets.filter((t) => t.name.startsWith("engine-restate"))).toHaveLength(3);
+      expect(r.targets).toHaveLength(28);
+      expect(r.targets.filter((t) => t.name.startsWith("engine-restate"))).toHaveLength(4);
       expect(r.targets.filter((t) => t.name.startsWith("cancelTurn"))).toHaveLength(2);
       expect(r.targets.filter((t) => t.name.includes("sqlite"))).toHaveLength(9);
       for (const target of r.targets) {
