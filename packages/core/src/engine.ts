@@ -36,6 +36,7 @@ export { hasReconcile, resolveCallPolicy, validatePolicies, type ToolDescription
 export { runInToolCall, runOutsideToolCall } from "./tool-context.js";
 export { modelAttemptFailed, runToolAttempt, type ToolAttempt } from "./tool-step.js";
 export { runReconcileAttempt, type ReconcileAttempt } from "./reconcile-step.js";
+export { migrationTransition, runMigration, type MigrationOutcome, type MigrationRun } from "./migration-step.js";
 export { TurnSignals } from "./turn-signals.js";
 export {
   defaultRejectionMessage,

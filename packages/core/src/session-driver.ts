@@ -9,12 +9,12 @@
  */
 import { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
 import { HistoryCache } from "./history-cache.js";
-import { machineConfig, type DefinitionMigration, type MigrationResult, type SessionDefinition } from "./definition.js";
+import { machineConfig, type DefinitionMigration, type SessionDefinition } from "./definition.js";
+import { migrationTransition, runMigration } from "./migration-step.js";
 import { LeaseLostError, MigrationError, VersionConflictError } from "./errors.js";
 import {
   applyAll,
   applyDefinition,
-  checkMigratedHead,
   type DefinitionTransition,
   currentCalls,
   isRunnable,
@@ -27,7 +27,6 @@ import {
 import type { RunModelResult } from "./runner.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
 import type { Lease, SessionStore } from "./store.js";
-import { copyData } from "./machine/state.js";
 import { loadStoredSession } from "./stored-session.js";
 import { runReconcileAttempt } from "./reconcile-step.js";
 import { modelAttemptFailed, runToolAttempt } from "./tool-step.js";
@@ -163,55 +162,33 @@ class SessionDriver {
 
   /** Applies a migration as a step of its own: its result is committed before anything runs on the new definition. */
   private async migrate(migration: DefinitionMigration): Promise<void> {
-    const from = migration.from;
     const to = this.definition.fingerprint;
-    let result: MigrationResult | undefined;
-    let problem: string | null = null;
-    let cause: unknown;
-    if ("transform" in migration) {
-      const history = copyData(await this.loadHistory());
-      try {
-        const answer: unknown = await migration.transform({
-          sessionId: this.sessionId,
-          from,
-          to,
-          head: copyData(this.head),
-          history,
-        });
-        if (answer !== undefined && (typeof answer !== "object" || answer === null)) {
-          problem = "its transform returned neither nothing nor { head?, appendHistory? }";
-        } else result = answer as MigrationResult | undefined;
-      } catch (error) {
-        cause = error;
-        problem = `its transform threw: ${error instanceof Error ? error.message : String(error)}`;
-      }
-      problem ??= checkMigratedHead(this.head, result?.head ?? this.head, result?.appendHistory ?? []);
+    const outcome = await runMigration(migration, {
+      sessionId: this.sessionId,
+      from: migration.from,
+      to,
+      head: this.head,
+      history: () => this.loadHistory(),
+    });
+    const step = migrationTransition(
+      this.head,
+      migration,
+      outcome,
+      { to, description: this.definition.description },
+      Date.now(),
+    );
+    if (!step.migrated) {
+      if (step.wait.changed) await this.commitDefinition(step.wait);
+      const cause = outcome.problem !== null ? outcome.cause : undefined;
+      throw new MigrationError(
+        this.sessionId,
+        migration.from,
+        to,
+        step.reason,
+        cause === undefined ? undefined : { cause },
+      );
     }
-    const t =
-      problem === null
-        ? applyDefinition(
-            this.head,
-            {
-              type: "migrate",
-              from,
-              to,
-              description: this.definition.description,
-              migration: "transform" in migration ? "transform" : "accept",
-              ...(result?.head ? { head: result.head } : {}),
-              ...(result?.appendHistory ? { appendHistory: result.appendHistory } : {}),
-            },
-            Date.now(),
-          )
-        : null;
-    problem ??= t?.ignored ?? null;
-    if (problem !== null || t === null) {
-      const reason = problem ?? "it did not apply";
-      // The session waits, marked once with why; nothing else of it changes.
-      const wait = applyDefinition(this.head, { type: "wait", reason: "migration_failed", error: reason }, Date.now());
-      if (wait.changed) await this.commitDefinition(wait);
-      throw new MigrationError(this.sessionId, from, to, reason, cause === undefined ? undefined : { cause });
-    }
-    await this.commitDefinition(t);
+    await this.commitDefinition(step.transition);
   }
 
   /** Commits a definition transition on its own, under the lease. */

@@ -33,9 +33,7 @@ import * as restate from "@restatedev/restate-sdk";
 import {
   type DefinitionMigration,
   type EventBody,
-  type HistoryItem,
   type InboxItem,
-  type MigrationResult,
   parseSessionHead,
   type SessionDefinition,
   type SessionHead,
@@ -43,7 +41,6 @@ import {
 import {
   applyAll,
   applyDefinition,
-  checkMigratedHead,
   type DefinitionTransition,
   type CoalescerOptions,
   currentCalls,
@@ -51,7 +48,10 @@ import {
   isTurnActive,
   type MachineConfig,
   type MachineInput,
+  type MigrationOutcome,
   machineConfig,
+  migrationTransition,
+  runMigration,
   type Transition,
   TurnSignals,
 } from "@durable-agents/core/engine";
@@ -97,14 +97,6 @@ export type EngineServiceOptions = Pick<
   restate.ObjectOptions,
   "inactivityTimeout" | "abortTimeout" | "retryPolicy" | "journalRetention"
 >;
-
-/** What a migration's transform gave, as its `ctx.run` journals it. */
-/** A deep copy of plain data (what a transform gets: it may change its copy freely). */
-const copyData = <T>(value: T): T => structuredClone(value);
-
-type MigrationOutcome =
-  | { readonly problem: null; readonly head?: SessionHead; readonly appendHistory?: readonly HistoryItem[] }
-  | { readonly problem: string };
 
 type Done =
   | { readonly kind: "step"; readonly key: string; readonly done: StepDone; readonly live: boolean }
@@ -336,64 +328,39 @@ class Drive {
     return true;
   }
 
-  /** Applies a migration; false: it failed, and the session now waits with why. */
+  /** Applies a migration (its transform in a `ctx.run` of its own); false: it failed, and the session now waits with why. */
   private async migrate(migration: DefinitionMigration): Promise<boolean> {
-    const from = migration.from;
     const to = this.definition.fingerprint;
     const head = this.head;
-    const outcome =
+    const outcome: MigrationOutcome =
       "transform" in migration
-        ? await this.ctx.run(`migrate ${from} -> ${to}`, async (): Promise<MigrationOutcome> => {
-            try {
-              const history = copyData(await this.options.histories.load(this.sessionId, head.historyLength));
-              const answer: unknown = await migration.transform({
-                sessionId: this.sessionId,
-                from,
-                to,
-                head: copyData(head),
-                history,
-              });
-              if (answer !== undefined && (typeof answer !== "object" || answer === null)) {
-                return { problem: "its transform returned neither nothing nor { head?, appendHistory? }" };
-              }
-              const result = (answer ?? {}) as MigrationResult;
-              const problem = checkMigratedHead(head, result.head ?? head, result.appendHistory ?? []);
-              return problem === null
-                ? {
-                    problem: null,
-                    ...(result.head ? { head: result.head } : {}),
-                    ...(result.appendHistory ? { appendHistory: result.appendHistory } : {}),
-                  }
-                : { problem };
-            } catch (error) {
-              return { problem: `its transform threw: ${error instanceof Error ? error.message : String(error)}` };
-            }
-          })
-        : ({ problem: null } satisfies MigrationOutcome);
-    const t =
-      outcome.problem === null
-        ? applyDefinition(
-            head,
-            {
-              type: "migrate",
-              from,
+        ? await this.ctx.run(`migrate ${migration.from} -> ${to}`, async () => {
+            const run = await runMigration(migration, {
+              sessionId: this.sessionId,
+              from: migration.from,
               to,
-              description: this.definition.description,
-              migration: "transform" in migration ? "transform" : "accept",
-              ...(outcome.head ? { head: outcome.head } : {}),
-              ...(outcome.appendHistory ? { appendHistory: outcome.appendHistory } : {}),
-            },
-            this.now,
-          )
-        : null;
-    const problem = outcome.problem ?? t?.ignored ?? null;
-    if (problem !== null || t === null) {
-      const error = problem ?? "it did not apply";
-      this.ctx.console.warn(`session "${this.sessionId}": the migration from ${from} to ${to} failed: ${error}`);
-      this.writeDefinition(applyDefinition(head, { type: "wait", reason: "migration_failed", error }, this.now));
+              head,
+              history: () => this.options.histories.load(this.sessionId, head.historyLength),
+            });
+            // Journaled as JSON: the transform's error is kept as its message only.
+            return run.problem === null ? run : { problem: run.problem };
+          })
+        : { problem: null };
+    const step = migrationTransition(
+      head,
+      migration,
+      outcome,
+      { to, description: this.definition.description },
+      this.now,
+    );
+    if (!step.migrated) {
+      this.ctx.console.warn(
+        `session "${this.sessionId}": the migration from ${migration.from} to ${to} failed: ${step.reason}`,
+      );
+      this.writeDefinition(step.wait);
       return false;
     }
-    this.writeDefinition(t);
+    this.writeDefinition(step.transition);
     return true;
   }
 
