@@ -34,7 +34,13 @@ export { backoffDelay, machineConfig } from "./definition.js";
 export { canonicalJson, describeDefinition, fingerprintOf } from "./fingerprint.js";
 export { hasReconcile, resolveCallPolicy, validatePolicies, type ToolDescription } from "./policy.js";
 export { runInToolCall, runOutsideToolCall } from "./tool-context.js";
-export { modelAttemptFailed, runToolAttempt, type ToolAttempt } from "./tool-step.js";
+export {
+  modelAttemptFailed,
+  runModelAttempt,
+  runToolAttempt,
+  type ModelAttempt,
+  type ToolAttempt,
+} from "./tool-step.js";
 export { runReconcileAttempt, type ReconcileAttempt } from "./reconcile-step.js";
 export { migrationTransition, runMigration, type MigrationOutcome, type MigrationRun } from "./migration-step.js";
 export { TurnSignals } from "./turn-signals.js";

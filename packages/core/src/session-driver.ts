@@ -7,7 +7,7 @@
  * Commits are serialized; a refused commit ends the drive. Any other unexpected error (a store that
  * fails, a step whose task broke) ends the drive by throwing it, so the worker reports it.
  */
-import { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
+import type { CoalescerOptions } from "./coalescer.js";
 import { HistoryCache } from "./history-cache.js";
 import { machineConfig, type DefinitionMigration, type SessionDefinition } from "./definition.js";
 import { migrationTransition, runMigration } from "./migration-step.js";
@@ -18,18 +18,15 @@ import {
   type DefinitionTransition,
   currentCalls,
   isRunnable,
-  joinedMessages,
-  outcomesForNextModelStep,
   type DueStep,
   type MachineConfig,
   type MachineInput,
 } from "./machine.js";
-import type { RunModelResult } from "./runner.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
 import type { Lease, SessionStore } from "./store.js";
 import { loadStoredSession } from "./stored-session.js";
 import { runReconcileAttempt } from "./reconcile-step.js";
-import { modelAttemptFailed, runToolAttempt } from "./tool-step.js";
+import { runModelAttempt, runToolAttempt } from "./tool-step.js";
 import { TurnSignals } from "./turn-signals.js";
 
 export interface DriveOptions {
@@ -397,40 +394,20 @@ class SessionDriver {
 
   private launchModel(step: Extract<DueStep, { kind: "RunModel" }>): void {
     const head = this.head;
-    const turn = head.turn!;
-    const { turnId, modelStep, attempt } = step;
-    const signal = this.stepSignal(turnId);
+    const signal = this.stepSignal(step.turnId);
     const task = (async () => {
-      const history = [...(await this.loadHistory())];
-      // Deltas of a step whose turn was cancelled are dropped: its answer is discarded.
-      const coalescer = new DeltaCoalescer(
-        turnId,
-        (events) => this.commitEvents(events, signal),
-        this.options.coalescing,
-      );
-      let result: RunModelResult;
-      try {
-        result = await this.definition.runner.runModel({
-          sessionId: this.sessionId,
-          turnId,
-          modelStep,
-          history,
-          turnStart: turn.historyStart,
-          runState: turn.runState,
-          outcomes: outcomesForNextModelStep(head),
-          joined: joinedMessages(head, history),
-          signal,
-          emit: (delta) => coalescer.push(delta),
-        });
-      } catch (error) {
-        // Deltas still buffered go into the same commit as the step's result.
-        const buffered = await coalescer.finish();
-        const events = signal.aborted ? [] : buffered;
-        return { input: modelAttemptFailed(step, error), events, signal };
-      }
-      const buffered = await coalescer.finish();
-      const events = signal.aborted ? [] : buffered;
-      return { input: { type: "model_completed", turnId, modelStep, attempt, result } as const, events, signal };
+      const history = await this.loadHistory();
+      // Deltas of a step whose turn was cancelled are dropped: its answer is discarded; deltas still
+      // buffered at its end go into the same commit as its result.
+      const { input, events } = await runModelAttempt(this.definition.runner, {
+        head,
+        step,
+        history,
+        signal,
+        publish: (events) => this.commitEvents(events, signal),
+        ...(this.options.coalescing ? { coalescing: this.options.coalescing } : {}),
+      });
+      return { input, events, signal };
     })();
     this.track(task);
   }

@@ -8,8 +8,10 @@
 import { ModelStepError, StoredStateError, ToolCancelledError, ToolExecutionError } from "./errors.js";
 import { idempotencyKey as keyOf } from "./policy.js";
 import type { MachineInput } from "./machine.js";
+import { type CoalescerOptions, DeltaCoalescer } from "./coalescer.js";
+import { joinedMessages, outcomesForNextModelStep } from "./machine.js";
 import type { Runner } from "./runner.js";
-import type { ToolCallRecord } from "./schemas.js";
+import type { EventBody, HistoryItem, SessionHead, ToolCallRecord } from "./schemas.js";
 import { runInToolCall } from "./tool-context.js";
 
 export interface ToolAttempt {
@@ -78,4 +80,53 @@ export function modelAttemptFailed(
     error: errorText(error),
     ...(retryable ? {} : { retryable }),
   };
+}
+
+export interface ModelAttempt {
+  /** The head that started the attempt (its turn's run state, outcomes and joined messages). */
+  readonly head: SessionHead;
+  readonly step: { readonly turnId: string; readonly modelStep: number; readonly attempt: number };
+  /** The session's history, the head's `historyLength` items. */
+  readonly history: readonly HistoryItem[];
+  /** The turn's signal: aborted, the attempt's answer and its deltas are discarded by the machine and here. */
+  readonly signal: AbortSignal;
+  /** Hands a coalesced batch of text deltas over while the model streams (the engine's way to store them). */
+  readonly publish: (events: EventBody[]) => Promise<void>;
+  readonly coalescing?: CoalescerOptions;
+}
+
+/**
+ * One attempt of a RunModel step, as every engine runs it: the runner's `runModel` on the head that
+ * started it, its deltas coalesced and published while it streams, its end as the machine's input,
+ * and the deltas still buffered (none when the turn's signal was aborted), which the engine stores
+ * with that input. Never throws.
+ */
+export async function runModelAttempt(
+  runner: Runner,
+  attempt: ModelAttempt,
+): Promise<{ input: MachineInput; events: EventBody[] }> {
+  const { head, step, signal } = attempt;
+  const turn = head.turn!;
+  const history = [...attempt.history];
+  const coalescer = new DeltaCoalescer(step.turnId, attempt.publish, attempt.coalescing);
+  let input: MachineInput;
+  try {
+    const result = await runner.runModel({
+      sessionId: head.sessionId,
+      turnId: step.turnId,
+      modelStep: step.modelStep,
+      history,
+      turnStart: turn.historyStart,
+      runState: turn.runState,
+      outcomes: outcomesForNextModelStep(head),
+      joined: joinedMessages(head, history),
+      signal,
+      emit: (delta) => coalescer.push(delta),
+    });
+    input = { type: "model_completed", turnId: step.turnId, modelStep: step.modelStep, attempt: step.attempt, result };
+  } catch (error) {
+    input = modelAttemptFailed(step, error);
+  }
+  const buffered = await coalescer.finish();
+  return { input, events: signal.aborted ? [] : buffered };
 }

@@ -7,13 +7,10 @@ import type { EventBody, SessionDefinition, SessionHead } from "@durable-agents/
 import {
   type CoalescerOptions,
   currentCalls,
-  DeltaCoalescer,
   type DueStep,
-  joinedMessages,
   type MachineInput,
-  outcomesForNextModelStep,
-  type RunModelResult,
   modelAttemptFailed,
+  runModelAttempt,
   runReconcileAttempt,
   runToolAttempt,
 } from "@durable-agents/core/engine";
@@ -100,7 +97,7 @@ export function interruptedStep(step: DueStep): StepDone {
   return { input, events: [], at: Date.now() };
 }
 
-/** One attempt of a RunModel step, from the head that started it. */
+/** One attempt of a RunModel step, from the head that started it (core's `runModelAttempt`). */
 export async function runModelStep(
   deps: StepDeps,
   head: SessionHead,
@@ -108,19 +105,11 @@ export async function runModelStep(
   signal: AbortSignal,
   mailbox: DeltaMailbox,
 ): Promise<StepDone> {
-  const turn = head.turn!;
-  const { turnId, modelStep, attempt } = step;
-  const sessionId = head.sessionId;
-  const failed = (error: unknown, events: readonly EventBody[]): StepDone => ({
-    input: modelAttemptFailed(step, error),
-    events,
-    at: Date.now(),
-  });
   let history: Awaited<ReturnType<SessionHistories["load"]>>;
   try {
-    history = await deps.histories.load(sessionId, head.historyLength, signal);
+    history = await deps.histories.load(head.sessionId, head.historyLength, signal);
   } catch (error) {
-    return failed(error, []);
+    return { input: modelAttemptFailed(step, error), events: [], at: Date.now() };
   }
   // Deltas of a step whose turn was cancelled are dropped: its answer is discarded.
   const publish = async (events: EventBody[]) => {
@@ -128,31 +117,15 @@ export async function runModelStep(
     if (id === null || signal.aborted) return;
     await deps.resolveAwakeable(id, { events, at: Date.now() }).catch(() => mailbox.fail());
   };
-  const coalescer = new DeltaCoalescer(turnId, publish, deps.coalescing);
-  let result: RunModelResult;
-  try {
-    result = await deps.definition.runner.runModel({
-      sessionId,
-      turnId,
-      modelStep,
-      history,
-      turnStart: turn.historyStart,
-      runState: turn.runState,
-      outcomes: outcomesForNextModelStep(head),
-      joined: joinedMessages(head, history),
-      signal,
-      emit: (delta) => coalescer.push(delta),
-    });
-  } catch (error) {
-    const buffered = await coalescer.finish();
-    return failed(error, signal.aborted ? [] : buffered);
-  }
-  const buffered = await coalescer.finish();
-  return {
-    input: { type: "model_completed", turnId, modelStep, attempt, result },
-    events: signal.aborted ? [] : buffered,
-    at: Date.now(),
-  };
+  const { input, events } = await runModelAttempt(deps.definition.runner, {
+    head,
+    step,
+    history,
+    signal,
+    publish,
+    ...(deps.coalescing ? { coalescing: deps.coalescing } : {}),
+  });
+  return { input, events, at: Date.now() };
 }
 
 /** One attempt of a tool call, from the head that started it (its start is in that head). */
