@@ -346,30 +346,66 @@ export class SessionClient {
     return this.store.readEvents(sessionId, after, limit);
   }
 
-  /** Every event after `after`, then new ones as they arrive, until `signal` aborts. */
+  /**
+   * Every event after `after`, then new ones as they arrive, until `signal` aborts. A store's
+   * notice that carries the events it read (`StoreNotification.events`) is used without a read
+   * when it reaches the cursor; any other notice, or none within a second, leads to a read.
+   */
   async *followEvents(
     sessionId: string,
     options: { after?: number; signal?: AbortSignal } = {},
   ): AsyncGenerator<SessionEvent> {
     let after = options.after ?? 0;
     const signal = options.signal;
-    await this.readEvents(sessionId, { after, limit: 1 });
+    checkSessionId(sessionId);
+    if (!Number.isInteger(after) || after < 0) throw new InvalidInputError("after must be a non-negative integer");
+    await this.load(sessionId);
     const limit = 1000;
-    while (!signal?.aborted) {
-      // Listen before reading: an event appended during the read or while the batch is consumed
-      // resolves the wait at once, so a short batch needs no second read to find nothing.
-      const waiting = this.waitForEvents(sessionId, 1000, signal);
-      try {
-        const events = await this.store.readEvents(sessionId, after, limit);
+    // Subscribed for the whole follow: a notice that arrives while a batch is read or consumed is kept.
+    const kept: { notice: { events: readonly SessionEvent[] | null } | null } = { notice: null };
+    let wake: (() => void) | null = null;
+    const unsubscribe = this.store.subscribe((n) => {
+      if (n.kind !== "events" || n.sessionId !== sessionId) return;
+      const before = kept.notice;
+      kept.notice = { events: mergeCarried(before?.events ?? null, before !== null, n.events ?? null) };
+      wake?.();
+    });
+    const onAbort = () => wake?.();
+    signal?.addEventListener("abort", onAbort);
+    try {
+      let fresh = true;
+      while (!signal?.aborted) {
+        const carried: readonly SessionEvent[] | null = fresh ? null : (kept.notice?.events ?? null);
+        kept.notice = null;
+        fresh = false;
+        const events =
+          carried !== null && carried.length > 0 && carried[0]!.seq <= after + 1
+            ? carried.filter((event) => event.seq > after)
+            : await this.store.readEvents(sessionId, after, limit);
         for (const event of events) {
           if (signal?.aborted) return;
           after = event.seq;
           yield event;
         }
-        if (events.length < limit) await waiting.promise;
-      } finally {
-        waiting.cancel();
+        if (events.length >= limit || kept.notice !== null) continue;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            wake = null;
+            resolve();
+          }, 1000);
+          wake = () => {
+            clearTimeout(timer);
+            wake = null;
+            resolve();
+          };
+          if (signal?.aborted) wake();
+        });
+        // Woken by the timer: read, whatever the store said.
+        if (kept.notice === null) fresh = true;
       }
+    } finally {
+      unsubscribe();
+      signal?.removeEventListener("abort", onAbort);
     }
   }
 
@@ -499,3 +535,22 @@ function checkMessageId(messageId: unknown, what = "message ID"): string | null 
 const isDecision = (entry: InboxEntry) => entry.kind === "resolution" || entry.kind === "attention";
 
 const messageDedupeKey = (messageId: string | null) => (messageId === null ? null : `message:${messageId}`);
+
+/**
+ * The events carried by the notices received since the last read: joined when they follow on from
+ * each other, null (read instead) once a notice carried none or left a gap.
+ */
+function mergeCarried(
+  kept: readonly SessionEvent[] | null,
+  hadNotice: boolean,
+  incoming: readonly SessionEvent[] | null,
+): readonly SessionEvent[] | null {
+  if (incoming === null) return null;
+  if (!hadNotice) return incoming;
+  if (kept === null) return null;
+  if (kept.length === 0) return incoming;
+  if (incoming.length === 0) return kept;
+  const last = kept[kept.length - 1]!.seq;
+  if (incoming[0]!.seq > last + 1) return null;
+  return [...kept, ...incoming.filter((event) => event.seq > last)];
+}

@@ -57,7 +57,16 @@ export interface EnqueueResult {
 export type StoreNotification =
   | { readonly kind: "work" }
   | { readonly kind: "inbox"; readonly sessionId: string }
-  | { readonly kind: "events"; readonly sessionId: string };
+  | {
+      readonly kind: "events";
+      readonly sessionId: string;
+      /**
+       * The events the store read with this notice, when it did: contiguous, in order, and ending
+       * with the session's last event as the store read it. A follower whose cursor they reach uses
+       * them instead of reading (`SessionClient.followEvents`); without them it reads.
+       */
+      readonly events?: readonly SessionEvent[];
+    };
 
 export interface AcquireLeaseOptions {
   readonly workerId: string;

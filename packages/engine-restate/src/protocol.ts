@@ -4,7 +4,7 @@
  * client can rebuild the exact typed error of core (a thrown TerminalError would reach it as an
  * HTTP status and a message only).
  */
-import type { ErrorCode, EventBody, InboxEntry, InboxItem, SessionHead } from "@durable-agents/core";
+import type { ErrorCode, EventBody, InboxEntry, InboxItem, SessionEvent, SessionHead } from "@durable-agents/core";
 import type { CommitResult, EnqueueResult, NewSession } from "@durable-agents/core/engine";
 
 export type Answer<T> =
@@ -107,6 +107,18 @@ export type WatchAnswer =
 /** The watch service's answer: the session's cursor, and whether a drive runs (then: poll the status). */
 export interface NextAnswer extends SessionCursor {
   readonly running: boolean;
+}
+
+/** A follower's poll of a session: its status, and the events after `after` (none when `after` < 0). */
+export interface PollRequest {
+  readonly after: number;
+  readonly limit: number;
+}
+
+/** The session object's answer to a poll: its status and the events asked for (up to `limit`). */
+export interface PollAnswer {
+  readonly meta: SessionMeta;
+  readonly events: readonly SessionEvent[];
 }
 
 /** What resolves a streaming model step's delta awakeable: the text deltas it produced. */

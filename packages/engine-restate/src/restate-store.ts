@@ -37,7 +37,7 @@ import {
 } from "@durable-agents/core/engine";
 import { IngressClient, type IngressOptions } from "./ingress.js";
 import { type ServiceNames, serviceNames } from "./names.js";
-import type { Answer, NextAnswer, NextRequest, SessionCursor, SessionMeta } from "./protocol.js";
+import type { Answer, NextAnswer, NextRequest, PollAnswer, PollRequest, SessionCursor } from "./protocol.js";
 
 export interface RestateSessionStoreOptions extends IngressOptions {
   /** The prefix the engine's services were created with (`restateSessions({ prefix })`). */
@@ -52,6 +52,9 @@ export interface RestateSessionStoreOptions extends IngressOptions {
    */
   readonly minPollIntervalMs?: number;
 }
+
+/** The most events one poll brings along with its notice (more: the follower reads them). */
+const pollEventLimit = 200;
 
 /** Sessions watched for notifications this long after the store last touched them. */
 const watchForMs = 30_000;
@@ -182,7 +185,13 @@ export class RestateSessionStore implements SessionStore {
     if (this.listeners.size > 0) this.poll(sessionId);
   }
 
-  /** Runs one long-poll loop for the session, while someone listens and the session was touched lately. */
+  /**
+   * Runs one poll loop for the session, while someone listens and the session was touched lately.
+   * While a drive may run (and at first, when nothing is known yet) the session object's `poll` is
+   * read at most every `minPollIntervalMs`: one request that answers the status and the events
+   * past the cursor, which go with the notice (a follower then needs no read). Once no drive runs,
+   * the watch service long-polls the session until it moves.
+   */
   private poll(sessionId: string): void {
     if (this.closed || this.polling.has(sessionId)) return;
     const abort = new AbortController();
@@ -190,6 +199,8 @@ export class RestateSessionStore implements SessionStore {
     void (async () => {
       let cursor: SessionCursor | null = null;
       let polledAt = Number.NEGATIVE_INFINITY;
+      /** Poll the session object (a drive may run, or nothing is known yet) rather than long-poll. */
+      let live = true;
       try {
         const listening = () => this.listeners.size > 0 || Date.now() - this.lastListenerAt < lingerMs;
         while (!abort.signal.aborted && listening()) {
@@ -198,6 +209,21 @@ export class RestateSessionStore implements SessionStore {
           polledAt = performance.now();
           const touchedAt = this.touched.get(sessionId);
           if (touchedAt === undefined || Date.now() - touchedAt > watchForMs) break;
+          if (live) {
+            const request: PollRequest = { after: cursor?.lastEventSeq ?? -1, limit: pollEventLimit };
+            const answer = await this.ingress.call<PollAnswer | null>(this.names.session, sessionId, "poll", request, {
+              signal: abort.signal,
+            });
+            if (answer === null) break; // no such session
+            const { meta, events } = answer;
+            const next = { version: meta.version, lastEventSeq: meta.lastEventSeq, inboxSeq: cursor?.inboxSeq ?? -1 };
+            // The events go with the notice when they are all the events past the cursor.
+            const complete =
+              cursor !== null && events.length === meta.lastEventSeq - cursor.lastEventSeq && events.length > 0;
+            cursor = this.moved(sessionId, cursor, next, complete ? events : undefined);
+            live = meta.running === true;
+            continue;
+          }
           const request: NextRequest = {
             sessionId,
             version: cursor?.version ?? -1,
@@ -205,37 +231,16 @@ export class RestateSessionStore implements SessionStore {
             inboxSeq: cursor?.inboxSeq ?? -1,
             timeoutMs: this.longPollMs,
           };
-          let next: NextAnswer | null = await this.ingress.callService<NextAnswer | null>(
+          const next: NextAnswer | null = await this.ingress.callService<NextAnswer | null>(
             this.names.watch,
             "next",
             request,
             { signal: abort.signal },
           );
-          if (next === null) {
-            if (cursor === null) break; // no such session
-            continue; // timed out
-          }
+          if (next === null) continue; // timed out (or the session is gone: the next poll says)
+          // A new inbox entry starts a drive: follow it from its first write.
+          live = next.running || (cursor !== null && next.inboxSeq > cursor.inboxSeq);
           cursor = this.moved(sessionId, cursor, next);
-          // While a drive runs, the session's live status (its own state, read without waiting) is followed.
-          while (next?.running && !abort.signal.aborted && listening()) {
-            const wait = polledAt + this.minPollIntervalMs - performance.now();
-            if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-            polledAt = performance.now();
-            const meta: SessionMeta | null = await this.ingress.call<SessionMeta | null>(
-              this.names.session,
-              sessionId,
-              "status",
-              null,
-              { signal: abort.signal },
-            );
-            next = meta && {
-              version: meta.version,
-              lastEventSeq: meta.lastEventSeq,
-              inboxSeq: cursor.inboxSeq,
-              running: meta.running === true,
-            };
-            if (next) cursor = this.moved(sessionId, cursor, next);
-          }
         }
       } catch {
         // Aborted, or the ingress is gone: the client's own poll carries on.
@@ -245,12 +250,20 @@ export class RestateSessionStore implements SessionStore {
     })();
   }
 
-  /** Notifies what moved from `cursor` to `next`; returns the new cursor. */
-  private moved(sessionId: string, cursor: SessionCursor | null, next: SessionCursor): SessionCursor {
+  /**
+   * Notifies what moved from `cursor` to `next` (with the events past the cursor, when read);
+   * returns the new cursor. An inbox seq of -1 is not known yet: learning it is no move.
+   */
+  private moved(
+    sessionId: string,
+    cursor: SessionCursor | null,
+    next: SessionCursor,
+    events?: readonly SessionEvent[],
+  ): SessionCursor {
     if (cursor !== null) {
       if (next.version !== cursor.version || next.lastEventSeq !== cursor.lastEventSeq)
-        this.notify({ kind: "events", sessionId });
-      if (next.inboxSeq !== cursor.inboxSeq) this.notify({ kind: "inbox", sessionId });
+        this.notify(events ? { kind: "events", sessionId, events } : { kind: "events", sessionId });
+      if (cursor.inboxSeq >= 0 && next.inboxSeq !== cursor.inboxSeq) this.notify({ kind: "inbox", sessionId });
     }
     return { version: next.version, lastEventSeq: next.lastEventSeq, inboxSeq: next.inboxSeq };
   }

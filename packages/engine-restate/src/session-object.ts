@@ -17,7 +17,7 @@ import type { EventBody, HistoryItem, SessionEvent, SessionHead } from "@durable
 import type { StoredSession } from "@durable-agents/core/engine";
 import { type DriveOptions, driveSession } from "./drive.js";
 import { getAll, range } from "./inbox-object.js";
-import type { CommitResult, DriveRequest, InitRequest, SessionMeta } from "./protocol.js";
+import type { CommitResult, DriveRequest, InitRequest, PollAnswer, PollRequest, SessionMeta } from "./protocol.js";
 
 type Reader = restate.ObjectSharedContext;
 type Writer = restate.ObjectContext;
@@ -30,6 +30,16 @@ export function writeEvents(ctx: Writer, after: number, events: readonly EventBo
     ctx.set(`e:${seq}`, { type: event.type, data: event.data, at });
   }
   return seq;
+}
+
+/** The stored events after `after`, up to `limit` of them. */
+async function readEvents(ctx: Reader, meta: SessionMeta, after: number, limit: number): Promise<SessionEvent[]> {
+  const last = Math.min(meta.lastEventSeq, after + limit);
+  const stored = await getAll<EventBody & { at: string }>(
+    ctx,
+    range(after + 1, last).map((seq) => `e:${seq}`),
+  );
+  return stored.flatMap((event, index) => (event ? [{ ...event, seq: after + 1 + index } as SessionEvent] : []));
 }
 
 export function sessionObject(options: DriveOptions) {
@@ -78,17 +88,22 @@ export function sessionObject(options: DriveOptions) {
       events: restate.handlers.object.shared(
         async (ctx: Reader, req: { after: number; limit: number }): Promise<SessionEvent[]> => {
           const meta = await ctx.get<SessionMeta>("meta");
-          if (!meta) return [];
-          const last = Math.min(meta.lastEventSeq, req.after + req.limit);
-          const stored = await getAll<EventBody & { at: string }>(
-            ctx,
-            range(req.after + 1, last).map((seq) => `e:${seq}`),
-          );
-          return stored.flatMap((event, index) =>
-            event ? [{ ...event, seq: req.after + 1 + index } as SessionEvent] : [],
-          );
+          return meta ? readEvents(ctx, meta, req.after, req.limit) : [];
         },
       ),
+
+      /**
+       * A follower's poll while a drive runs: the status and, in the same invocation, the events
+       * after `after` (a follower learns what moved and what it is without a second request).
+       */
+      poll: restate.handlers.object.shared(async (ctx: Reader, req: PollRequest): Promise<PollAnswer | null> => {
+        const meta = await ctx.get<SessionMeta>("meta");
+        if (!meta) return null;
+        const limit = Math.max(1, Math.min(1000, Math.trunc(Number(req?.limit)) || 1));
+        const after = Math.trunc(Number(req?.after));
+        const events = Number.isFinite(after) && after >= 0 ? await readEvents(ctx, meta, after, limit) : [];
+        return { meta, events };
+      }),
     },
     options: {
       enableLazyState: true,

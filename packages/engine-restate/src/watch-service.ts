@@ -1,7 +1,8 @@
 /**
  * The watch service: a long poll on one session. `next` answers with the session's cursor
  * (version, last event, last inbox entry) and whether a drive is running. A first poll (a cursor
- * of -1) gets the current cursor at once. Otherwise it asks the inbox object, which answers at once
+ * of -1) gets the current cursor at once; an inbox seq of -1 alone (a poller that followed a drive
+ * through the session object's `poll`) is read from the inbox object first. Otherwise it asks the inbox object, which answers at once
  * when the session moved past the cursor, says "running" while a drive may be running (the answer
  * is then the session's live status, and the poller follows that status until the drive ends), or
  * keeps the awakeable of an idle session until it moves: nobody polls an idle session.
@@ -39,20 +40,26 @@ export function watchService(names: ServiceNames) {
           const inboxSeq = await call<number | null>(names.inbox, "inboxSeq", null);
           return inboxSeq === null ? null : status(inboxSeq);
         }
+        // A poller that followed a drive knows the session's version and events, not its inbox.
+        let inboxSeq = req.inboxSeq;
+        if (inboxSeq < 0) {
+          const known = await call<number | null>(names.inbox, "inboxSeq", null);
+          if (known === null) return null;
+          inboxSeq = known;
+        }
         const awakeable = ctx.awakeable<SessionCursor>();
         const watcher: Watcher = {
           awakeableId: awakeable.id,
           version: req.version,
           lastEventSeq: req.lastEventSeq,
-          inboxSeq: req.inboxSeq,
+          inboxSeq,
         };
         const answer = await call<WatchAnswer | null>(names.inbox, "watchEvents", watcher);
         if (answer === null) return null;
         if (answer.state === "moved") return { ...answer.cursor, running: false };
-        // A drive may be running: the session's live status (the poller follows it while it runs).
+        // A drive may be running: the poller follows it through the session object's `poll`.
         if (answer.state === "running") {
-          const live = await status(answer.inboxSeq);
-          return live === null ? null : { ...live, running: true };
+          return { version: req.version, lastEventSeq: req.lastEventSeq, inboxSeq: answer.inboxSeq, running: true };
         }
         const timeoutMs = Math.max(0, Math.min(60_000, Number(req.timeoutMs) || 0));
         const cursor = await restate.RestatePromise.race([awakeable.promise, ctx.sleep(timeoutMs).map(() => null)]);

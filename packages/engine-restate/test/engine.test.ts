@@ -65,6 +65,38 @@ describe("the Restate engine", () => {
     assert.equal(executions, 1);
   });
 
+  it("a follower of a running session gets its events with the status polls, without reading them", async () => {
+    const { sessionId } = await client.startSession({ agent: "engine", message: 'call refund {"order_id":"F"}' });
+    const waiting = await client.waitUntilIdle(sessionId);
+    // A client of its own, whose requests are counted by handler.
+    const store = new RestateSessionStore({ url: restateFromEnv().ingressUrl, prefix: env.prefix });
+    const calls = new Map<string, number>();
+    const call = store.ingress.call.bind(store.ingress);
+    store.ingress.call = ((service: string, key: string, handler: string, ...rest: unknown[]) => {
+      calls.set(handler, (calls.get(handler) ?? 0) + 1);
+      return (call as (...args: unknown[]) => Promise<unknown>)(service, key, handler, ...rest);
+    }) as typeof store.ingress.call;
+    const follower = new SessionClient({ store });
+    const after = (await follower.readEvents(sessionId, { limit: 10_000 })).at(-1)!.seq;
+    calls.clear();
+    const seen: string[] = [];
+    const following = (async () => {
+      for await (const event of follower.followEvents(sessionId, { after })) {
+        seen.push(event.type);
+        if (event.type === "turn_completed") return;
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 200));
+    await client.approve(sessionId, waiting.pendingInterrupts[0]!.interruptId);
+    await following;
+    await store.close();
+    const all = (await client.readEvents(sessionId, { after, limit: 10_000 })).map((e) => e.type);
+    assert.deepEqual(seen, all.slice(0, seen.length), "every event once, in order");
+    assert.ok((calls.get("poll") ?? 0) >= 1, "the running session was polled");
+    // The one events read is followEvents' first; every later event came with a poll's answer.
+    assert.equal(calls.get("events") ?? 0, 1, `handlers called: ${JSON.stringify([...calls])}`);
+  });
+
   it("the store over the ingress refuses commits and leases, which the engine does itself", async () => {
     await assert.rejects(() => env.store.commit(), ConfigurationError.isInstance);
     await assert.rejects(() => env.store.acquireLease(), ConfigurationError.isInstance);
