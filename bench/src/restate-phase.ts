@@ -44,6 +44,8 @@ export interface RestateLevel {
   readonly sessionTurnMs: number;
   readonly bareTurnMs: number;
   readonly turnRatio: number;
+  /** Median ms of each step position of a turn (1st model call, 1st tool call, ...): session and bare. */
+  readonly byPosition: { readonly session: readonly number[]; readonly bare: readonly number[] };
   /**
    * Per step, the session's turn minus the time spent inside the runner (the scripted model's calls
    * and the tool bodies), median over the turns: what the engine itself costs, apart from the
@@ -157,7 +159,11 @@ export async function runRestatePhase(options: {
     const port = await freePort();
     await new Promise<void>((resolve) => endpoint.listen(port, "127.0.0.1", resolve));
     await registerDeployment(server.adminUrl, `http://127.0.0.1:${port}`);
-    const store = new RestateSessionStore({ url: server.ingressUrl, prefix: "bench" });
+    const store = new RestateSessionStore({
+      url: server.ingressUrl,
+      prefix: "bench",
+      minPollIntervalMs: Number(process.env.POLL_MS ?? 15),
+    });
     const client = new SessionClient({ store });
     const driveOf = (sessionId: string) =>
       `SELECT id FROM sys_invocation WHERE target_service_name = '${engine.names.session}'
@@ -273,6 +279,8 @@ export async function runRestatePhase(options: {
       const sessionTurnMs = summarize(sessionTurns).median;
       const bareTurnMs = summarize(bareTurns).median;
       const perStep = (ms: number) => ms / (options.turns * STEPS);
+      const positions = (steps: readonly number[]) =>
+        Array.from({ length: STEPS }, (_, i) => summarize(steps.filter((_, j) => j % STEPS === i)).median);
       levels.push({
         historyItems: size,
         turns: options.turns,
@@ -282,6 +290,7 @@ export async function runRestatePhase(options: {
         sessionTurnMs,
         bareTurnMs,
         turnRatio: sessionTurnMs / bareTurnMs,
+        byPosition: { session: positions(sessionSteps), bare: positions(bareSteps) },
         outsideRunnerMsPerStep: summarize(outside).median,
         journalBytesPerStep: summarize(journals.map((j) => j.bytes)).median / STEPS,
         journalEntriesPerTurn: summarize(journals.map((j) => j.entries)).median,
