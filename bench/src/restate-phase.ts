@@ -159,11 +159,7 @@ export async function runRestatePhase(options: {
     const port = await freePort();
     await new Promise<void>((resolve) => endpoint.listen(port, "127.0.0.1", resolve));
     await registerDeployment(server.adminUrl, `http://127.0.0.1:${port}`);
-    const store = new RestateSessionStore({
-      url: server.ingressUrl,
-      prefix: "bench",
-      minPollIntervalMs: Number(process.env.POLL_MS ?? 15),
-    });
+    const store = new RestateSessionStore({ url: server.ingressUrl, prefix: "bench" });
     const client = new SessionClient({ store });
     const driveOf = (sessionId: string) =>
       `SELECT id FROM sys_invocation WHERE target_service_name = '${engine.names.session}'
