@@ -60,6 +60,12 @@ export interface PeerLevel {
    * model's calls and the tool calls), median over the rounds: what the engine and the store cost.
    */
   readonly outsideRunnerMsPerStep?: number;
+  /**
+   * store-postgres only: every step's time minus the runner call that ended in it (the step's model
+   * call or tool call): the step as the engine and the store make it, comparable step by step with
+   * the peers' steps, whose bodies do nothing but make their payload.
+   */
+  readonly outsideRunnerStep?: Summary;
 }
 
 export interface PeerRow {
@@ -77,6 +83,9 @@ export interface PeerRatioLevel {
   /** store-postgres median ms per step / the peer's. */
   readonly postgresToDbos: number;
   readonly postgresToLangGraph: number;
+  /** The same with store-postgres's steps outside the runner (median): the engine and the store alone. */
+  readonly postgresOutsideRunnerToDbos: number;
+  readonly postgresOutsideRunnerToLangGraph: number;
   /** Median ms per step / the floor's median single-row write (the floor batches of this level). */
   readonly postgresToFloor: number;
   readonly dbosToFloor: number;
@@ -124,6 +133,7 @@ class LevelTally {
   cpuProcess = 0;
   cpuPostgres = 0;
   readonly outside: number[] = [];
+  readonly outsideSteps: number[] = [];
 
   level(historyItems: number, historyItemsAtStart: number, historyItemsAtEnd: number): PeerLevel {
     const n = this.steps.length;
@@ -135,7 +145,9 @@ class LevelTally {
       writeTransactionsPerStep: this.xacts / n,
       walBytesPerStep: this.wal / n,
       cpuMsPerStep: { process: this.cpuProcess / n, postgres: this.cpuPostgres / n },
-      ...(this.outside.length > 0 ? { outsideRunnerMsPerStep: summarize(this.outside).median } : {}),
+      ...(this.outside.length > 0
+        ? { outsideRunnerMsPerStep: summarize(this.outside).median, outsideRunnerStep: summarize(this.outsideSteps) }
+        : {}),
     };
   }
 }
@@ -210,12 +222,15 @@ export async function runPeersPhase(options: {
   });
   /** Time spent inside the runner (model calls, tool calls) since the last reset, ms. */
   let inRunner = 0;
+  /** The duration of each runner call since the last reset, in order (one per step). */
+  let runnerCalls: number[] = [];
   const runner: Runner = {
     tools: () => scripted.tools(),
     userItem: (kind, text) => scripted.userItem(kind, text),
     async callTool(input) {
       const started = performance.now();
       const result = await scripted.callTool(input);
+      runnerCalls.push(performance.now() - started);
       inRunner += performance.now() - started;
       return result;
     },
@@ -223,6 +238,7 @@ export async function runPeersPhase(options: {
       const started = performance.now();
       const result = await scripted.runModel(input);
       mark();
+      runnerCalls.push(performance.now() - started);
       inRunner += performance.now() - started;
       return result;
     },
@@ -347,6 +363,7 @@ export async function runPeersPhase(options: {
       const abort = new AbortController();
       marks = [];
       inRunner = 0;
+      runnerCalls = [];
       const started = performance.now();
       await client.sendMessage(sessionId, `call look_up {"key":"a${tag}"}\nthen\ncall look_up {"key":"b${tag}"}`);
       for await (const event of client.followEvents(sessionId, { after, signal: abort.signal })) {
@@ -357,7 +374,9 @@ export async function runPeersPhase(options: {
       const ended = performance.now();
       abort.abort();
       const times = stepTimes(started, marks, ended);
+      if (runnerCalls.length !== STEPS) throw new Error(`a session round made ${runnerCalls.length} runner calls`);
       tally?.outside.push((ended - started - inRunner) / STEPS);
+      tally?.outsideSteps.push(...times.map((ms, i) => ms - runnerCalls[i]!));
       await waitForIdleWorker(worker);
       return times;
     }
@@ -448,6 +467,8 @@ export async function runPeersPhase(options: {
         historyItems: items,
         postgresToDbos: figures.postgres.step.median / figures.dbos.step.median,
         postgresToLangGraph: figures.postgres.step.median / figures.langgraph.step.median,
+        postgresOutsideRunnerToDbos: figures.postgres.outsideRunnerStep!.median / figures.dbos.step.median,
+        postgresOutsideRunnerToLangGraph: figures.postgres.outsideRunnerStep!.median / figures.langgraph.step.median,
         postgresToFloor: figures.postgres.step.median / floorMedianMs,
         dbosToFloor: figures.dbos.step.median / floorMedianMs,
         langGraphToFloor: figures.langgraph.step.median / floorMedianMs,

@@ -449,16 +449,22 @@ function renderRestate(restate: RestateFigures): string {
 function renderPeers(p: PeersResults): string {
   const rows: string[][] = [];
   const ratioAt = (items: number) => p.ratios.find((level) => level.historyItems === items);
-  const add = (row: PeerRow, ratio: (items: number) => number | undefined) => {
+  const add = (row: PeerRow, ratio: (items: number) => string | undefined) => {
     for (const level of row.levels) {
       const floor = ratioAt(level.historyItems)?.floorMedianMs ?? Number.NaN;
       const toThis = ratio(level.historyItems);
       rows.push(peerRow(row.name, level, toThis, level.step.median / floor));
     }
   };
-  add(p.postgres, () => 1);
-  add(p.dbos, (items) => ratioAt(items)?.postgresToDbos);
-  add(p.langgraph, (items) => ratioAt(items)?.postgresToLangGraph);
+  add(p.postgres, () => "1.00");
+  add(p.dbos, (items) => {
+    const ratio = ratioAt(items);
+    return ratio && `${f(ratio.postgresToDbos)} (${f(ratio.postgresOutsideRunnerToDbos)})`;
+  });
+  add(p.langgraph, (items) => {
+    const ratio = ratioAt(items);
+    return ratio && `${f(ratio.postgresToLangGraph)} (${f(ratio.postgresOutsideRunnerToLangGraph)})`;
+  });
   for (const level of p.restateBare.levels) {
     rows.push([
       "Restate bare ctx.run (from the Restate row)",
@@ -503,8 +509,8 @@ function renderPeers(p: PeersResults): string {
         "write transactions/step",
         "WAL B/step",
         "CPU ms/step (node + PostgreSQL)",
-        "outside the runner ms/step",
-        "store-postgres / this (median)",
+        "outside the runner: median ms/step",
+        "store-postgres / this (median; outside the runner)",
         "this / floor (median)",
       ],
       ...rows,
@@ -513,7 +519,7 @@ function renderPeers(p: PeersResults): string {
   ].join("\n");
 }
 
-function peerRow(name: string, level: PeerLevel, postgresToThis: number | undefined, toFloor: number): string[] {
+function peerRow(name: string, level: PeerLevel, postgresToThis: string | undefined, toFloor: number): string[] {
   return [
     name,
     String(level.historyItems),
@@ -523,8 +529,8 @@ function peerRow(name: string, level: PeerLevel, postgresToThis: number | undefi
     f(level.writeTransactionsPerStep),
     f(level.walBytesPerStep, 0),
     `${f(level.cpuMsPerStep.process)} + ${f(level.cpuMsPerStep.postgres)}`,
-    level.outsideRunnerMsPerStep === undefined ? "-" : f(level.outsideRunnerMsPerStep, 3),
-    postgresToThis === undefined ? "-" : f(postgresToThis),
+    level.outsideRunnerStep === undefined ? "-" : f(level.outsideRunnerStep.median, 3),
+    postgresToThis ?? "-",
     f(toFloor),
   ];
 }

@@ -205,6 +205,10 @@ describe("pnpm bench --quick", () => {
       }
       for (const level of p.postgres.levels) {
         expect(level.outsideRunnerMsPerStep).toBeGreaterThan(0);
+        // Each step minus its own runner call: one figure per step, each shorter than the step.
+        expect(level.outsideRunnerStep!.n).toBe(level.step.n);
+        expect(level.outsideRunnerStep!.median).toBeGreaterThan(0);
+        expect(level.outsideRunnerStep!.median).toBeLessThanOrEqual(level.step.median);
       }
       // LangGraph's checkpoint holds the whole message list: 100 messages write more per step than 10.
       expect(p.langgraph.levels[1]!.walBytesPerStep).toBeGreaterThan(p.langgraph.levels[0]!.walBytesPerStep);
@@ -216,6 +220,8 @@ describe("pnpm bench --quick", () => {
         expect(level.postgresToDbos).toBeCloseTo(ours / p.dbos.levels[i]!.step.median, 6);
         expect(level.postgresToLangGraph).toBeCloseTo(ours / p.langgraph.levels[i]!.step.median, 6);
         expect(level.postgresToFloor).toBeCloseTo(ours / level.floorMedianMs, 6);
+        const outside = p.postgres.levels[i]!.outsideRunnerStep!.median;
+        expect(level.postgresOutsideRunnerToDbos).toBeCloseTo(outside / p.dbos.levels[i]!.step.median, 6);
       }
       expect(p.restateBare.levels.map((level) => level.historyItems)).toEqual([10, 100]);
       for (const [i, level] of p.restateBare.levels.entries()) {
