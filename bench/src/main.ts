@@ -17,6 +17,7 @@ import { SqliteStore } from "@durable-agents/store-sqlite";
 import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
 import { CancelPhase } from "./cancel-phase.js";
 import { runRestatePhase } from "./restate-phase.js";
+import { runPeersPhase, withRestateBare } from "./peers-phase.js";
 import { DurablePhase, type DurablePhaseResult } from "./durable-phase.js";
 import { runGrowthPhase, runRawGrowth, type BytesMeter, type GrowthLevel } from "./growth-phase.js";
 import { machineInfo } from "./machine-info.js";
@@ -57,6 +58,8 @@ interface Sizes {
   readonly cancel: { sessions: number; turns: number; warmupSessions: number };
   /** The Restate row: history levels, and timed turns of each variant per level. */
   readonly restate: { sizes: readonly number[]; turns: number };
+  /** The peers row: history levels, timed rounds of each row per level, warm-up rounds, floor writes per round. */
+  readonly peers: { levels: readonly number[]; rounds: number; warmupRounds: number; floorWritesPerRound: number };
 }
 
 const FULL: Sizes = {
@@ -69,6 +72,7 @@ const FULL: Sizes = {
   probeRounds: 15,
   cancel: { sessions: 20, turns: 10, warmupSessions: 1 },
   restate: { sizes: [10, 100, 1000], turns: 12 },
+  peers: { levels: [10, 100, 1000], rounds: 20, warmupRounds: 10, floorWritesPerRound: 10 },
 };
 
 const QUICK: Sizes = {
@@ -81,6 +85,7 @@ const QUICK: Sizes = {
   probeRounds: 3,
   cancel: { sessions: 3, turns: 3, warmupSessions: 1 },
   restate: { sizes: [10, 100], turns: 3 },
+  peers: { levels: [10, 100], rounds: 3, warmupRounds: 2, floorWritesPerRound: 10 },
 };
 
 const GROWTH_LEVELS = [10, 100, 1000] as const;
@@ -355,6 +360,9 @@ async function runAll(
     // The Restate engine next to a bare Restate handler, on a private restate-server.
     const restateFigures = await runRestatePhase({ sizes: sizes.restate.sizes, turns: sizes.restate.turns, log });
 
+    // The peers (DBOS, LangGraph) on this PostgreSQL, in turns with a store-postgres session and the floor.
+    const peers = withRestateBare(await runPeersPhase({ url, pool, ...sizes.peers, log }), restateFigures);
+
     // Rounds of 1, 2 and 4 processes on each store, in turns; each count is represented by its median run.
     const allRuns: ThroughputResult[] = [];
     const targets: ThroughputStore[] = [
@@ -484,6 +492,7 @@ async function runAll(
         postgres: cancelFigures(cancelPhases.postgres.result()),
       },
       restate: restateFigures,
+      peers,
     };
     return { ...partial, targets: judgeTargets(partial) };
   } finally {

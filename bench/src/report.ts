@@ -7,6 +7,7 @@ import type { ThroughputResult } from "./throughput-phase.js";
 import type { ModelStepProbe } from "./model-step-probe.js";
 import type { SqliteFloorResult, SqliteInfo } from "./sqlite-probe.js";
 import type { RestateFigures } from "./restate-phase.js";
+import type { PeerLevel, PeerRow, PeersResults } from "./peers-phase.js";
 
 export interface StepFigures {
   readonly steps: number;
@@ -157,6 +158,11 @@ export interface BenchResults {
   };
   /** `@durable-agents/engine-restate` next to a bare Restate handler with the same steps (`restate-phase.ts`). */
   readonly restate: RestateFigures;
+  /**
+   * The peers (DBOS, LangGraph) on the same PostgreSQL, in turns with a store-postgres session and
+   * the single-row floor, and the Restate row's bare handler beside them (`peers-phase.ts`).
+   */
+  readonly peers: PeersResults;
   readonly targets: Target[];
 }
 
@@ -323,7 +329,32 @@ export function judgeTargets(r: Omit<BenchResults, "targets">): Target[] {
       met: r.events.paced.sqliteOtherProcess.p99Ms < 100,
     },
     ...restateTargets(r.restate),
+    ...peerTargets(r.peers),
   ];
+}
+
+/** At the first and the last level: store-postgres per step / DBOS per step, and / Restate's bare ctx.run. */
+function peerTargets(peers: PeersResults): Target[] {
+  const ends = [peers.ratios[0], peers.ratios.at(-1)].filter((level) => level !== undefined);
+  const targets: Target[] = [];
+  for (const level of ends) {
+    targets.push({
+      name: `store-postgres / DBOS, median ms per step, at ${level.historyItems} items`,
+      value: level.postgresToDbos,
+      limit: "<= 0.60",
+      met: level.postgresToDbos <= 0.6,
+    });
+  }
+  const bare = [peers.restateBare.levels[0], peers.restateBare.levels.at(-1)].filter((level) => level !== undefined);
+  for (const level of bare) {
+    targets.push({
+      name: `store-postgres / Restate bare ctx.run, median ms per step, at ${level.historyItems} items`,
+      value: level.postgresToBare,
+      limit: "<= 0.90",
+      met: level.postgresToBare <= 0.9,
+    });
+  }
+  return targets;
 }
 
 function restateTargets(restate: RestateFigures): Target[] {
@@ -413,6 +444,95 @@ function renderRestate(restate: RestateFigures): string {
     ]),
     `Restate ${restate.restateVersion}, SDK ${restate.sdkVersion}: ${restate.levels[0]?.turns ?? 0} turns of each variant per level, in turns; a turn is ${restate.stepsPerTurn} steps (model, tool, model, tool, model); the bare handler's steps return the payload sizes of the session's step results (${restate.levels[0]?.bareStepBytes.join(", ") ?? ""} B)`,
   ].join("\n");
+}
+
+function renderPeers(p: PeersResults): string {
+  const rows: string[][] = [];
+  const ratioAt = (items: number) => p.ratios.find((level) => level.historyItems === items);
+  const add = (row: PeerRow, ratio: (items: number) => string | undefined) => {
+    for (const level of row.levels) {
+      const floor = ratioAt(level.historyItems)?.floorMedianMs ?? Number.NaN;
+      const toThis = ratio(level.historyItems);
+      rows.push(peerRow(row.name, level, toThis, level.step.median / floor));
+    }
+  };
+  add(p.postgres, () => "1.00");
+  add(p.dbos, (items) => {
+    const ratio = ratioAt(items);
+    return ratio && `${f(ratio.postgresToDbos)} (${f(ratio.postgresOutsideRunnerToDbos)})`;
+  });
+  add(p.langgraph, (items) => {
+    const ratio = ratioAt(items);
+    return ratio && `${f(ratio.postgresToLangGraph)} (${f(ratio.postgresOutsideRunnerToLangGraph)})`;
+  });
+  for (const level of p.restateBare.levels) {
+    rows.push([
+      "Restate bare ctx.run (from the Restate row)",
+      String(level.historyItems),
+      String(level.step.n),
+      f(level.step.median, 3),
+      f(level.step.p99, 3),
+      "-",
+      "-",
+      `${f(level.cpuMsPerStep.process)} + ${f(level.cpuMsPerStep.server)} (restate-server)`,
+      "-",
+      f(level.postgresToBare),
+      "-",
+    ]);
+  }
+  for (const level of p.ratios) {
+    rows.push([
+      "floor: single-row INSERT (in these rounds)",
+      String(level.historyItems),
+      "-",
+      f(level.floorMedianMs, 3),
+      "-",
+      "-",
+      f(p.floor.walBytesPerWrite, 0),
+      "-",
+      "-",
+      "-",
+      "1.00",
+    ]);
+  }
+  const versions = [p.dbos, p.langgraph]
+    .flatMap((row) => Object.entries(row.packages).map(([name, version]) => `${name} ${version}`))
+    .join(", ");
+  return [
+    table([
+      [
+        "peers (same PostgreSQL, in turns): row",
+        "history items",
+        "steps",
+        "median ms/step",
+        "p99 ms",
+        "write transactions/step",
+        "WAL B/step",
+        "CPU ms/step (node + PostgreSQL)",
+        "outside the runner: median ms/step",
+        "store-postgres / this (median; outside the runner)",
+        "this / floor (median)",
+      ],
+      ...rows,
+    ]),
+    `Peers: ${versions}; Restate ${p.restateBare.restateVersion}, SDK ${p.restateBare.sdkVersion}. ${p.rounds} rounds of ${p.postgres.stepsPerRound} steps per row and level (after ${p.warmupRounds} warm-up rounds at the first level), store-postgres, ${p.floorWritesPerRound} floor writes, DBOS, LangGraph in turns; history items: a level's start (each round adds 5 to 6). Steps: store-postgres ${p.postgres.step}; DBOS ${p.dbos.step}; LangGraph ${p.langgraph.step}. Payloads ${p.stepPayloadBytes.join(", ")} B in turn.`,
+  ].join("\n");
+}
+
+function peerRow(name: string, level: PeerLevel, postgresToThis: string | undefined, toFloor: number): string[] {
+  return [
+    name,
+    String(level.historyItems),
+    String(level.step.n),
+    f(level.step.median, 3),
+    f(level.step.p99, 3),
+    f(level.writeTransactionsPerStep),
+    f(level.walBytesPerStep, 0),
+    `${f(level.cpuMsPerStep.process)} + ${f(level.cpuMsPerStep.postgres)}`,
+    level.outsideRunnerStep === undefined ? "-" : f(level.outsideRunnerStep.median, 3),
+    postgresToThis ?? "-",
+    f(toFloor),
+  ];
 }
 
 /** The figures as Markdown tables (printed by `pnpm bench`, pasted into the README). */
@@ -737,6 +857,8 @@ export function renderReport(r: BenchResults): string {
   );
   out.push("");
   out.push(renderRestate(r.restate));
+  out.push("");
+  out.push(renderPeers(r.peers));
   out.push("");
   out.push(
     table([

@@ -178,7 +178,62 @@ describe("pnpm bench --quick", () => {
       }
       expect(run.stdout).toContain("engine-restate vs bare ctx.run handler");
 
-      expect(r.targets).toHaveLength(28);
+      // The peers row: store-postgres, DBOS and LangGraph, a fresh instance per round at each level,
+      // in turns with floor batches; the Restate row's bare handler referenced beside them.
+      const p = r.peers;
+      expect(p.stepPayloadBytes).toEqual([519, 249, 824, 249, 2018]);
+      const meanPayload = p.stepPayloadBytes.reduce((a, b) => a + b, 0) / p.stepPayloadBytes.length;
+      for (const row of [p.postgres, p.dbos, p.langgraph]) {
+        expect(row.levels.map((level) => level.historyItems)).toEqual([10, 100]);
+        for (const version of Object.values(row.packages)) expect(version).not.toBe("unknown");
+        for (const level of row.levels) {
+          expect(level.step.n).toBe(p.rounds * row.stepsPerRound);
+          expect(level.step.median).toBeGreaterThan(0);
+          expect(level.step.p99).toBeGreaterThanOrEqual(level.step.median);
+          expect(level.historyItemsAtStart).toBeGreaterThanOrEqual(level.historyItems);
+          expect(level.historyItemsAtEnd).toBeGreaterThan(level.historyItemsAtStart);
+          // Every row commits each step durably: at least one write transaction, and its output in the WAL.
+          expect(level.writeTransactionsPerStep).toBeGreaterThanOrEqual(1);
+          expect(level.walBytesPerStep).toBeGreaterThan(meanPayload);
+          expect(level.cpuMsPerStep.process).toBeGreaterThan(0);
+          expect(level.cpuMsPerStep.postgres).toBeGreaterThanOrEqual(0);
+        }
+      }
+      for (const row of [p.dbos, p.langgraph]) {
+        expect(Object.values(row.packages).every((version) => /^\d+\.\d+\.\d+/.test(version))).toBe(true);
+        for (const level of row.levels) expect(level.outsideRunnerMsPerStep).toBeUndefined();
+      }
+      for (const level of p.postgres.levels) {
+        expect(level.outsideRunnerMsPerStep).toBeGreaterThan(0);
+        // Each step minus its own runner call: one figure per step, each shorter than the step.
+        expect(level.outsideRunnerStep!.n).toBe(level.step.n);
+        expect(level.outsideRunnerStep!.median).toBeGreaterThan(0);
+        expect(level.outsideRunnerStep!.median).toBeLessThanOrEqual(level.step.median);
+      }
+      // LangGraph's checkpoint holds the whole message list: 100 messages write more per step than 10.
+      expect(p.langgraph.levels[1]!.walBytesPerStep).toBeGreaterThan(p.langgraph.levels[0]!.walBytesPerStep);
+      expect(p.floor.n).toBe(p.rounds * p.floorWritesPerRound * p.ratios.length);
+      expect(p.ratios.map((level) => level.historyItems)).toEqual([10, 100]);
+      for (const [i, level] of p.ratios.entries()) {
+        expect(level.floorMedianMs).toBeGreaterThan(0);
+        const ours = p.postgres.levels[i]!.step.median;
+        expect(level.postgresToDbos).toBeCloseTo(ours / p.dbos.levels[i]!.step.median, 6);
+        expect(level.postgresToLangGraph).toBeCloseTo(ours / p.langgraph.levels[i]!.step.median, 6);
+        expect(level.postgresToFloor).toBeCloseTo(ours / level.floorMedianMs, 6);
+        const outside = p.postgres.levels[i]!.outsideRunnerStep!.median;
+        expect(level.postgresOutsideRunnerToDbos).toBeCloseTo(outside / p.dbos.levels[i]!.step.median, 6);
+      }
+      expect(p.restateBare.levels.map((level) => level.historyItems)).toEqual([10, 100]);
+      for (const [i, level] of p.restateBare.levels.entries()) {
+        expect(level.step).toEqual(r.restate.levels[i]!.bare);
+        expect(level.postgresToBare).toBeCloseTo(p.postgres.levels[i]!.step.median / level.step.median, 6);
+      }
+      expect(run.stdout).toContain("peers (same PostgreSQL, in turns)");
+      expect(run.stdout).toContain("Restate bare ctx.run (from the Restate row)");
+
+      expect(r.targets).toHaveLength(32);
+      expect(r.targets.filter((t) => t.name.startsWith("store-postgres / DBOS"))).toHaveLength(2);
+      expect(r.targets.filter((t) => t.name.startsWith("store-postgres / Restate bare ctx.run"))).toHaveLength(2);
       expect(r.targets.filter((t) => t.name.startsWith("engine-restate"))).toHaveLength(4);
       expect(r.targets.filter((t) => t.name.startsWith("cancelTurn"))).toHaveLength(2);
       expect(r.targets.filter((t) => t.name.includes("sqlite"))).toHaveLength(9);
