@@ -7,7 +7,8 @@
  * A step is timed as in the other rows: step i lasts from the end of step i-1 (or from the moment
  * the turn's message is sent) to its own end, and the last step ends when the turn's end is seen:
  * for the session, `turn_completed` reaching a client that follows the session's events
- * (`followEvents`); for the bare handler, the ingress answering the request. A step's end is marked
+ * (`followEvents`, one follower for the whole level, as a UI keeps one open); for the bare
+ * handler, the ingress answering the request. A step's end is marked
  * in the step itself (the model call's return, the tool body's return; each bare `ctx.run`
  * closure's return), so everything between two steps (the journal's round trips, the state
  * machine, the writes) is charged to a step. Also: the whole turn, the drive's journal bytes per
@@ -165,23 +166,55 @@ export async function runRestatePhase(options: {
       `SELECT id FROM sys_invocation WHERE target_service_name = '${engine.names.session}'
        AND target_handler_name = 'drive' AND target_service_key = '${sessionId}' ORDER BY created_at DESC LIMIT 1`;
 
-    /** The last event seq the follower saw (the next turn is followed from there, without a read). */
-    let lastSeen = 0;
+    /**
+     * One follower of the session's events for a whole level, as a UI keeps one open (and as the
+     * other rows' followers are): each turn's end is the next `turn_completed` (or `turn_failed`)
+     * it sees.
+     */
+    class Follower {
+      private readonly abort = new AbortController();
+      private readonly ends: number[] = [];
+      private waiter: ((at: number) => void) | null = null;
+      private readonly loop: Promise<void>;
+      constructor(sessionId: string, after: number) {
+        this.loop = (async () => {
+          for await (const event of client.followEvents(sessionId, { after, signal: this.abort.signal })) {
+            if (event.type !== "turn_completed" && event.type !== "turn_failed") continue;
+            const at = performance.now();
+            if (this.waiter) this.waiter(at);
+            else this.ends.push(at);
+            this.waiter = null;
+          }
+        })().catch((error: unknown) => {
+          this.error = error;
+        });
+      }
+      private error: unknown = null;
+      nextEnd(): Promise<number> {
+        if (this.error !== null) return Promise.reject(this.error);
+        const known = this.ends.shift();
+        if (known !== undefined) return Promise.resolve(known);
+        return new Promise((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error("no turn end seen within 60 s")), 60_000);
+          this.waiter = (at) => {
+            clearTimeout(timer);
+            resolve(at);
+          };
+        });
+      }
+      async stop(): Promise<void> {
+        this.abort.abort();
+        await this.loop;
+      }
+    }
 
     /** One turn of the session; its step times and whole time. */
-    async function sessionTurn(sessionId: string, text: string) {
-      const lastEventSeq = lastSeen;
-      const abort = new AbortController();
+    async function sessionTurn(follower: Follower, sessionId: string, text: string) {
       marks = [];
       inRunner = 0;
       const started = performance.now();
       await client.sendMessage(sessionId, text);
-      for await (const event of client.followEvents(sessionId, { after: lastEventSeq, signal: abort.signal })) {
-        lastSeen = event.seq;
-        if (event.type === "turn_completed" || event.type === "turn_failed") break;
-      }
-      const ended = performance.now();
-      abort.abort();
+      const ended = await follower.nextEnd();
       return { ...stepTimes(started, marks, ended), outsideRunnerMs: (ended - started - inRunner) / STEPS };
     }
 
@@ -232,15 +265,15 @@ export async function runRestatePhase(options: {
         await client.waitUntilIdle(sessionId);
         history = (await client.snapshot(sessionId)).messages.length;
       }
-      lastSeen = (await store.loadSession(sessionId))!.lastEventSeq;
+      const follower = new Follower(sessionId, (await store.loadSession(sessionId))!.lastEventSeq);
       // Warm-up turns of both (more before the first level: the server and this process have just
       // started); the first gives the payload sizes the bare handler returns.
-      await sessionTurn(sessionId, turnText(`w${size}`));
+      await sessionTurn(follower, sessionId, turnText(`w${size}`));
       const payloads = await stepPayloads(sessionId);
       await bareTurn(`bare-${size}`, payloads);
       const extraWarmup = size === options.sizes[0] ? options.turns : 0;
       for (let i = 0; i < extraWarmup; i++) {
-        await sessionTurn(sessionId, turnText(`w${size}-${i}`));
+        await sessionTurn(follower, sessionId, turnText(`w${size}-${i}`));
         await bareTurn(`bare-${size}`, payloads);
       }
       options.log(`Restate: ${options.turns} turns of each at ${size} history items, in turns`);
@@ -254,7 +287,7 @@ export async function runRestatePhase(options: {
       for (let i = 0; i < options.turns; i++) {
         let own = ownCpuMs();
         let srv = processCpuMs(server.pid);
-        const s = await sessionTurn(sessionId, turnText(`${size}-${i}`));
+        const s = await sessionTurn(follower, sessionId, turnText(`${size}-${i}`));
         cpu.session.own += ownCpuMs() - own;
         cpu.session.server += processCpuMs(server.pid) - srv;
         sessionSteps.push(...s.steps);
@@ -269,6 +302,7 @@ export async function runRestatePhase(options: {
         bareSteps.push(...b.steps);
         bareTurns.push(b.turnMs);
       }
+      await follower.stop();
       history = (await client.snapshot(sessionId)).messages.length;
       const session = summarize(sessionSteps);
       const bareSummary = summarize(bareSteps);
