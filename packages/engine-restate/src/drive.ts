@@ -300,9 +300,10 @@ class Drive {
     });
   }
 
-  private setMeta(meta: SessionMeta): void {
-    this.meta = meta;
-    this.ctx.set("meta", meta);
+  /** Writes the meta, with the inbox cursor of `head` (the head being written; default the current one). */
+  private setMeta(meta: SessionMeta, head: SessionHead = this.head): void {
+    this.meta = { ...meta, inboxCursor: head.inboxCursor };
+    this.ctx.set("meta", this.meta);
   }
 
   /**
@@ -455,7 +456,7 @@ class Drive {
       version += 1;
       this.ctx.set("head", t.head);
     }
-    this.setMeta({ version, lastEventSeq, historyLength, running: true });
+    this.setMeta({ version, lastEventSeq, historyLength, running: true }, t.changed ? t.head : this.head);
   }
 
   /** Text deltas a model step streamed: written as events now (unless its step already ended). */

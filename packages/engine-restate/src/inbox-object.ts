@@ -32,6 +32,7 @@ import type {
   InboxMeta,
   InitRequest,
   SessionCursor,
+  SessionMeta,
   Wake,
   WatchAnswer,
   Watcher,
@@ -217,7 +218,35 @@ export function inboxObject(names: ServiceNames) {
           const stored = await ctx.get<InboxMeta>("meta");
           if (!stored) return null;
           if (movedPast(stored, req)) return { state: "moved", cursor: cursorFor(stored, req) };
-          if (stored.active) return { state: "running", inboxSeq: stored.inboxSeq };
+          if (stored.active) {
+            // The drive's own status says whether it still runs: its end reaches this object a
+            // moment after its last write (\`ended\`), and a poller that saw that write asks meanwhile.
+            const live = await ctx.genericCall<null, SessionMeta | null>({
+              service: names.session,
+              method: "status",
+              key: ctx.key,
+              parameter: null,
+              inputSerde: restate.serde.json,
+              outputSerde: restate.serde.json,
+            });
+            const settled =
+              live !== null &&
+              live.running !== true &&
+              live.inboxCursor !== undefined &&
+              live.inboxCursor >= stored.inboxSeq;
+            if (!settled) return { state: "running", inboxSeq: stored.inboxSeq };
+            if (live.version > req.version || live.lastEventSeq > req.lastEventSeq) {
+              const cursor = cursorFor(stored, req);
+              return {
+                state: "moved",
+                cursor: {
+                  ...cursor,
+                  version: Math.max(cursor.version, live.version),
+                  lastEventSeq: Math.max(cursor.lastEventSeq, live.lastEventSeq),
+                },
+              };
+            }
+          }
           const watchers = [...stored.watchers, req];
           while (watchers.length > maxWatchers) {
             const oldest = watchers.shift()!;

@@ -28,6 +28,11 @@ export interface SessionMeta {
   readonly historyLength: number;
   /** A drive is running (set by its first write, cleared when it ends): followers poll the status meanwhile. */
   readonly running?: boolean;
+  /**
+   * The head's inbox cursor as of this write: an inbox past it has entries no drive applied yet (a
+   * drive is about to run). Missing in meta written before it was added.
+   */
+  readonly inboxCursor?: number;
 }
 
 /** The inbox object's bookkeeping (its `meta` state entry). */

@@ -53,6 +53,9 @@ export interface RestateSessionStoreOptions extends IngressOptions {
   readonly minPollIntervalMs?: number;
 }
 
+/** Polls in a row a store makes for a drive that was sent (an entry not applied yet) but has not started. */
+const maxPollsAwaitingDrive = 10;
+
 /** The most events one poll brings along with its notice (more: the follower reads them). */
 const pollEventLimit = 200;
 
@@ -201,6 +204,8 @@ export class RestateSessionStore implements SessionStore {
       let polledAt = Number.NEGATIVE_INFINITY;
       /** Poll the session object (a drive may run, or nothing is known yet) rather than long-poll. */
       let live = true;
+      /** Polls in a row that found an entry no drive applied yet, and no drive running. */
+      let awaitingDrive = 0;
       try {
         const listening = () => this.listeners.size > 0 || Date.now() - this.lastListenerAt < lingerMs;
         while (!abort.signal.aborted && listening()) {
@@ -221,7 +226,12 @@ export class RestateSessionStore implements SessionStore {
             const complete =
               cursor !== null && events.length === meta.lastEventSeq - cursor.lastEventSeq && events.length > 0;
             cursor = this.moved(sessionId, cursor, next, complete ? events : undefined);
-            live = meta.running === true;
+            // An entry past the head's cursor: a drive is about to run (polled a few times at most,
+            // for an entry that starts none, e.g. of a session waiting for its definition).
+            const unapplied =
+              cursor.inboxSeq >= 0 && meta.inboxCursor !== undefined && meta.inboxCursor < cursor.inboxSeq;
+            awaitingDrive = meta.running !== true && unapplied ? awaitingDrive + 1 : 0;
+            live = meta.running === true || (unapplied && awaitingDrive <= maxPollsAwaitingDrive);
             continue;
           }
           const request: NextRequest = {

@@ -53,7 +53,12 @@ export function sessionObject(options: DriveOptions) {
         async (ctx: Writer, req: InitRequest): Promise<CommitResult> => {
           const lastEventSeq = writeEvents(ctx, 0, req.events, req.at);
           ctx.set("head", req.head);
-          ctx.set<SessionMeta>("meta", { version: 1, lastEventSeq, historyLength: 0 });
+          ctx.set<SessionMeta>("meta", {
+            version: 1,
+            lastEventSeq,
+            historyLength: 0,
+            inboxCursor: req.head.inboxCursor,
+          });
           return { version: 1, lastEventSeq };
         },
       ),

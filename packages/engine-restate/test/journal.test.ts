@@ -57,7 +57,7 @@ describe("the journal", () => {
   it("does not grow with the history: a turn journals the same bytes on a short and on a long history", async () => {
     const { sessionId } = await client.startSession({ agent: "journal" });
     const short = await journalOfTurn(sessionId);
-    const filler = "x".repeat(1_000);
+    const filler = "x".repeat(2_000);
     for (let i = 0; i < 30; i++) {
       await client.sendMessage(sessionId, `${i} ${filler}`);
       await client.waitUntilIdle(sessionId);
