@@ -24,17 +24,16 @@
  * (`process.cpuUsage`) and the PostgreSQL server's (its processes in /proc).
  */
 import { readFileSync } from "node:fs";
-import { createHash } from "node:crypto";
 import { DBOS } from "@dbos-inc/dbos-sdk";
 import { AIMessage } from "@langchain/core/messages";
 import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import type pg from "pg";
-import { defineSession, type Runner, SessionClient, Worker } from "@durable-agents/core";
-import { ScriptedRunner } from "@durable-agents/core/testing";
+import { defineSession, SessionClient, Worker } from "@durable-agents/core";
 import { PostgresStore, migrate } from "@durable-agents/store-postgres";
 import { waitForIdleWorker } from "./durable-phase.js";
 import { FloorProbe, type FloorResult, counterDelta, readCounters } from "./postgres-probe.js";
+import { markedScriptedRunner, StepMarks } from "./marked-runner.js";
 import { type Summary, summarize } from "./stats.js";
 import { STEP_PAYLOAD_BYTES, payloadText, stepPayloadBytes } from "./step-payloads.js";
 import type { RestateFigures } from "./restate-phase.js";
@@ -202,47 +201,11 @@ export async function runPeersPhase(options: {
   readonly log: (line: string) => void;
 }): Promise<PeersFigures> {
   const { pool, log } = options;
-  let marks: number[] = [];
-  const mark = () => marks.push(performance.now());
+  const steps = new StepMarks();
+  const mark = () => steps.mark();
 
   // store-postgres, with the Restate row's runner and turn.
-  const scripted = new ScriptedRunner({
-    tools: [
-      {
-        name: "look_up",
-        description: "Looks a key up.",
-        parameters: { key: "string" },
-        execute: ({ key }) => {
-          const digest = createHash("sha256").update(String(key)).digest("hex");
-          mark();
-          return digest;
-        },
-      },
-    ],
-  });
-  /** Time spent inside the runner (model calls, tool calls) since the last reset, ms. */
-  let inRunner = 0;
-  /** The duration of each runner call since the last reset, in order (one per step). */
-  let runnerCalls: number[] = [];
-  const runner: Runner = {
-    tools: () => scripted.tools(),
-    userItem: (kind, text) => scripted.userItem(kind, text),
-    async callTool(input) {
-      const started = performance.now();
-      const result = await scripted.callTool(input);
-      runnerCalls.push(performance.now() - started);
-      inRunner += performance.now() - started;
-      return result;
-    },
-    async runModel(input) {
-      const started = performance.now();
-      const result = await scripted.runModel(input);
-      mark();
-      runnerCalls.push(performance.now() - started);
-      inRunner += performance.now() - started;
-      return result;
-    },
-  };
+  const runner = markedScriptedRunner(steps);
   await migrate(pool, { schema: "bench_peers" });
   const store = new PostgresStore({ pool, schema: "bench_peers" });
   const definition = defineSession({ name: SESSION_AGENT, runner, policies: { look_up: { effect: "read" } } });
@@ -361,9 +324,7 @@ export async function runPeersPhase(options: {
     async function sessionRound(sessionId: string, tag: string, tally: LevelTally | null): Promise<number[]> {
       const after = (await store.loadSession(sessionId))!.lastEventSeq;
       const abort = new AbortController();
-      marks = [];
-      inRunner = 0;
-      runnerCalls = [];
+      steps.reset();
       const started = performance.now();
       await client.sendMessage(sessionId, `call look_up {"key":"a${tag}"}\nthen\ncall look_up {"key":"b${tag}"}`);
       for await (const event of client.followEvents(sessionId, { after, signal: abort.signal })) {
@@ -373,27 +334,28 @@ export async function runPeersPhase(options: {
       }
       const ended = performance.now();
       abort.abort();
-      const times = stepTimes(started, marks, ended);
-      if (runnerCalls.length !== STEPS) throw new Error(`a session round made ${runnerCalls.length} runner calls`);
-      tally?.outside.push((ended - started - inRunner) / STEPS);
-      tally?.outsideSteps.push(...times.map((ms, i) => ms - runnerCalls[i]!));
+      const times = stepTimes(started, steps.ends, ended);
+      if (steps.runnerCalls.length !== STEPS)
+        throw new Error(`a session round made ${steps.runnerCalls.length} runner calls`);
+      tally?.outside.push((ended - started - steps.inRunner) / STEPS);
+      tally?.outsideSteps.push(...times.map((ms, i) => ms - steps.runnerCalls[i]!));
       await waitForIdleWorker(worker);
       return times;
     }
 
     async function dbosRound(key: string, items: number): Promise<number[]> {
       const sizes = Array.from({ length: STEPS }, (_, i) => stepPayloadBytes(items + i));
-      marks = [];
+      steps.reset();
       const started = performance.now();
       await mailbox(key).send({ sizes });
-      return stepTimes(started, marks, performance.now());
+      return stepTimes(started, steps.ends, performance.now());
     }
 
     async function langGraphRound(threadId: string, items: number): Promise<number[]> {
-      marks = [];
+      steps.reset();
       const started = performance.now();
       const state = await graph.invoke({ stopAt: items + STEPS }, thread(threadId));
-      const times = stepTimes(started, marks, performance.now());
+      const times = stepTimes(started, steps.ends, performance.now());
       if (state.messages.length !== items + STEPS) throw new Error(`thread ${threadId}: ${state.messages.length}`);
       return times;
     }

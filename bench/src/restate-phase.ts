@@ -15,11 +15,9 @@
  * step (`sys_journal`, kept for the benchmark), and CPU per step of this process (the endpoint
  * and the client) and of `restate-server` (`/proc`).
  */
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import http2 from "node:http2";
-import { defineSession, type Runner, SessionClient } from "@durable-agents/core";
-import { ScriptedRunner } from "@durable-agents/core/testing";
+import { defineSession, SessionClient } from "@durable-agents/core";
 import { RestateSessionStore, restateSessions } from "@durable-agents/engine-restate";
 import {
   freePort,
@@ -30,6 +28,7 @@ import {
   startRestateServer,
 } from "@durable-agents/engine-restate/testing";
 import * as restate from "@restatedev/restate-sdk";
+import { markedScriptedRunner, StepMarks } from "./marked-runner.js";
 import { type Summary, summarize } from "./stats.js";
 
 export interface RestateLevel {
@@ -93,39 +92,8 @@ export async function runRestatePhase(options: {
   readonly turns: number;
   readonly log: (line: string) => void;
 }): Promise<RestateFigures> {
-  let marks: number[] = [];
-  const mark = () => marks.push(performance.now());
-  /** Time spent inside the runner (model calls, tool bodies) during the current turn, ms. */
-  let inRunner = 0;
-  const scripted = new ScriptedRunner({
-    tools: [
-      {
-        name: "look_up",
-        description: "Looks a key up.",
-        parameters: { key: "string" },
-        execute: ({ key }) => {
-          const started = performance.now();
-          const digest = createHash("sha256").update(String(key)).digest("hex");
-          mark();
-          inRunner += performance.now() - started;
-          return digest;
-        },
-      },
-    ],
-  });
-  // The scripted runner, with the end of each model call marked.
-  const runner: Runner = {
-    tools: () => scripted.tools(),
-    userItem: (kind, text) => scripted.userItem(kind, text),
-    callTool: (input) => scripted.callTool(input),
-    async runModel(input) {
-      const started = performance.now();
-      const result = await scripted.runModel(input);
-      mark();
-      inRunner += performance.now() - started;
-      return result;
-    },
-  };
+  const steps = new StepMarks();
+  const runner = markedScriptedRunner(steps);
   const definition = defineSession({ name: "bench", runner, policies: { look_up: { effect: "read" } } });
   const bare = restate.object({
     name: "benchBareSteps",
@@ -134,7 +102,7 @@ export async function runRestatePhase(options: {
         for (const size of req.sizes) {
           await ctx.run("step", () => {
             const payload = "x".repeat(size);
-            mark();
+            steps.mark();
             return payload;
           });
         }
@@ -210,19 +178,18 @@ export async function runRestatePhase(options: {
 
     /** One turn of the session; its step times and whole time. */
     async function sessionTurn(follower: Follower, sessionId: string, text: string) {
-      marks = [];
-      inRunner = 0;
+      steps.reset();
       const started = performance.now();
       await client.sendMessage(sessionId, text);
       const ended = await follower.nextEnd();
-      return { ...stepTimes(started, marks, ended), outsideRunnerMs: (ended - started - inRunner) / STEPS };
+      return { ...stepTimes(started, steps.ends, ended), outsideRunnerMs: (ended - started - steps.inRunner) / STEPS };
     }
 
     async function bareTurn(key: string, sizes: readonly number[]) {
-      marks = [];
+      steps.reset();
       const started = performance.now();
       await store.ingress.call("benchBareSteps", key, "run", { sizes });
-      return stepTimes(started, marks, performance.now());
+      return stepTimes(started, steps.ends, performance.now());
     }
 
     function stepTimes(started: number, ends: readonly number[], ended: number) {
