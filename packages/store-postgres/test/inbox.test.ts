@@ -62,8 +62,10 @@ describe("inbox", () => {
     const url = (db.pool.options as { connectionString: string }).connectionString;
     const connectionsPerPool = 5;
     const pools = Array.from({ length: 3 }, () => new pg.Pool({ connectionString: url, max: connectionsPerPool }));
+    // A connection the server closes while its pool ends (the database is dropped after the file) is no test failure.
+    for (const pool of pools) pool.on("error", () => {});
+    const stores = pools.map((pool) => new PostgresStore({ pool }));
     try {
-      const stores = pools.map((pool) => new PostgresStore({ pool }));
       // The enqueues queue behind a lock on the sessions table until every connection of the three
       // pools waits there: they race at the database, not one after another.
       const barrier = await tableBarrier(db.pool, "durable_agents.sessions");
@@ -93,6 +95,7 @@ describe("inbox", () => {
       expect(rows.map((row) => row.seq)).toEqual(Array.from({ length: 35 }, (_, n) => n + 1));
       expect((await db.store().readInbox(id, 0)).map((entry) => entry.seq)).toEqual(rows.map((row) => row.seq));
     } finally {
+      await Promise.all(stores.map((store) => store.close()));
       await Promise.all(pools.map((pool) => pool.end()));
     }
   });

@@ -68,8 +68,10 @@ describe("acquireLease", () => {
       { length: 4 },
       () => new pg.Pool({ connectionString: poolUrl(), max: connectionsPerPool }),
     );
+    // A connection the server closes while its pool ends (the database is dropped after the file) is no test failure.
+    for (const pool of pools) pool.on("error", () => {});
+    const stores = pools.map((pool) => new PostgresStore({ pool }));
     try {
-      const stores = pools.map((pool) => new PostgresStore({ pool }));
       // The calls queue behind a lock on the sessions table until every connection of the four pools
       // waits there: they race at the database, not one after another.
       const barrier = await tableBarrier(db.pool, "durable_agents.sessions");
@@ -90,6 +92,7 @@ describe("acquireLease", () => {
         expect(await raw.session(lease.sessionId)).toMatchObject({ leaseOwner: lease.workerId, fence: 1 });
       }
     } finally {
+      await Promise.all(stores.map((store) => store.close()));
       await Promise.all(pools.map((pool) => pool.end()));
     }
   });
