@@ -41,11 +41,20 @@ export interface Commit {
   readonly runnable?: boolean;
   readonly appendHistory?: readonly HistoryItem[];
   readonly events: readonly EventBody[];
+  /**
+   * Also release the lease, in the same atomic operation, after the write: as `releaseLease` would
+   * (the fence is kept, and a session left with work gets a `work` notification). A store that does
+   * answers `released: true`; one that does not (the option is optional for stores) writes the commit
+   * and leaves the lease held, and the caller releases it. A refused commit releases nothing.
+   */
+  readonly release?: boolean;
 }
 
 export interface CommitResult {
   readonly version: number;
   readonly lastEventSeq: number;
+  /** True when the commit released the lease (`Commit.release`). */
+  readonly released?: boolean;
 }
 
 export interface EnqueueResult {

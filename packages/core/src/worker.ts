@@ -283,6 +283,8 @@ export class Worker {
         store: this.store,
         definition: plan.definition,
         ...(plan.migration ? { migration: plan.migration } : {}),
+        session: stored,
+        releaseWhenIdle: true,
         lease,
         signal: controller.signal,
         stopping: () => this.stopping,
@@ -292,7 +294,12 @@ export class Worker {
       });
     };
     let failed = false;
+    let released = false;
     (entry as { done: Promise<void> }).done = drive()
+      .then((end) => {
+        // The drive's last commit released the lease already.
+        released = end === "released";
+      })
       .catch((error) => {
         failed = true;
         if (!this.dead) this.report(error);
@@ -302,7 +309,7 @@ export class Worker {
         this.drivesEnded += 1;
         // A drive that failed keeps its lease until it expires: the session is tried again after
         // the lease's time to live, not at once in a loop.
-        if (!this.dead && !failed && !controller.signal.aborted) {
+        if (!this.dead && !failed && !released && !controller.signal.aborted) {
           await this.store.releaseLease(entry.lease).catch((e) => this.report(e));
         }
       })

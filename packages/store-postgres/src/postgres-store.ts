@@ -157,9 +157,13 @@ export class PostgresStore implements SessionStore {
       pin?.fingerprint ?? null,
       pin?.waiting ?? null,
       stored?.runState ?? null,
+      commit.release === true,
     ]);
     const row = result.rows[0];
-    if (row) return { version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
+    if (row) {
+      const done = { version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
+      return commit.release === true ? { ...done, released: true } : done;
+    }
     throw await this.refusal(commit);
   }
 

@@ -68,7 +68,8 @@ SELECT c.last_event_seq, (SELECT count(*) FROM notes) AS notes FROM created c`,
     // $1 id, $2 fence, $3 expected version, $4 head or null, $5 runnable or null, $6 inbox cursor
     // or null, $7 history (json array), $8 its length, $9 events (json array), $10 their count,
     // $11 fingerprint or null, $12 waiting or null (both null without a head), $13 the head's run state
-    // (null when it has none; a run state equal to the stored one is left as it is, not rewritten)
+    // (null when it has none; a run state equal to the stored one is left as it is, not rewritten),
+    // $14 release the lease too (as releaseLease: after the write, the fence kept, work notified)
     commit: `
 WITH updated AS (
   UPDATE ${s}.sessions SET
@@ -80,10 +81,13 @@ WITH updated AS (
     runnable = COALESCE($5::boolean, runnable),
     inbox_cursor = COALESCE($6::bigint, inbox_cursor),
     history_length = history_length + $8::bigint,
-    last_event_seq = last_event_seq + $10::bigint
+    last_event_seq = last_event_seq + $10::bigint,
+    lease_owner = CASE WHEN $14::boolean THEN NULL ELSE lease_owner END,
+    lease_expires_at = CASE WHEN $14::boolean THEN NULL ELSE lease_expires_at END,
+    touched_at = CASE WHEN $14::boolean THEN now() ELSE touched_at END
   WHERE session_id = $1 AND fence = $2 AND lease_owner IS NOT NULL AND lease_expires_at > now()
     AND version = $3
-  RETURNING session_id, version, history_length, last_event_seq
+  RETURNING session_id, version, history_length, last_event_seq, ${ready} AS has_work
 ), history AS (
   INSERT INTO ${s}.history (session_id, position, item)
   SELECT u.session_id, u.history_length - $8::bigint + h.ord - 1, h.value
@@ -93,6 +97,8 @@ WITH updated AS (
   SELECT u.session_id, u.last_event_seq, $9::json FROM updated u WHERE $10::bigint > 0
 ), notes AS (
   SELECT pg_notify('${channel}', 'events:' || u.session_id) FROM updated u WHERE $10::bigint > 0
+  UNION ALL
+  SELECT pg_notify('${channel}', 'work') FROM updated u WHERE $14::boolean AND u.has_work
 )
 SELECT u.version, u.last_event_seq, (SELECT count(*) FROM notes) AS notes FROM updated u`,
 

@@ -204,13 +204,25 @@ export class SqliteStore implements SessionStore {
         }
       }
       this.insertEvents(commit.sessionId, row.last_event_seq, events, now);
+      // The lease goes in the same transaction, after the write (Commit.release).
+      let hasWork = false;
+      if (commit.release === true) {
+        const released = this.statements.releaseLease.get(now, commit.sessionId, commit.fence) as
+          | { has_work: number }
+          | undefined;
+        hasWork = Boolean(released?.has_work);
+        if (hasWork) this.statements.bumpWork.run();
+      }
       return {
         version: head === undefined ? row.version : row.version + 1,
         lastEventSeq: row.last_event_seq + events.length,
+        hasWork,
       };
     });
     if (events.length > 0) this.notify({ kind: "events", sessionId: commit.sessionId });
-    return result;
+    if (result.hasWork) this.notify({ kind: "work" });
+    const done = { version: result.version, lastEventSeq: result.lastEventSeq };
+    return commit.release === true ? { ...done, released: true } : done;
   }
 
   async enqueue(sessionId: string, entry: InboxEntry, dedupeKey: string | null): Promise<EnqueueResult> {

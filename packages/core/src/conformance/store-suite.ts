@@ -689,6 +689,91 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       );
     });
 
+    test("a commit that releases the lease writes, then releases it as releaseLease would; a refused one releases nothing", async () => {
+      const { store, raw } = await open();
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store);
+      await assert.rejects(
+        store.commit({
+          sessionId: head.sessionId,
+          fence: l.fence,
+          expectedVersion: 7,
+          head: { ...head, inboxCursor: 1 },
+          runnable: false,
+          events: [],
+          release: true,
+        }),
+        VersionConflictError.isInstance,
+      );
+      assert.equal((await raw.session(head.sessionId))?.leaseOwner, "w1", "a refused commit keeps the lease");
+      const result = await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 1,
+        head: { ...head, inboxCursor: 1 },
+        runnable: false,
+        events: [noteEvent("last")],
+        release: true,
+      });
+      assert.equal(result.version, 2);
+      assert.equal(result.lastEventSeq, 2);
+      const row = await raw.session(head.sessionId);
+      assert.equal(row?.version, 2);
+      assert.deepEqual(row?.head, { ...head, inboxCursor: 1 });
+      assert.deepEqual(
+        (await raw.events(head.sessionId)).map((e) => e.seq),
+        [1, 2],
+      );
+      if (result.released !== true) {
+        // A store without the option: the commit is written and the lease is still held.
+        assert.equal(row?.leaseOwner, "w1");
+        return;
+      }
+      assert.equal(row?.leaseOwner, null);
+      assert.equal(row?.fence, l.fence, "the fence is kept");
+      await assert.rejects(
+        store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 2, events: [noteEvent("after")] }),
+        LeaseLostError.isInstance,
+        "no commit under a released lease",
+      );
+      assert.equal(await store.renewLease(l, 5_000), null);
+      assert.equal(await store.acquireLease({ workerId: "w2", ttlMs: 5_000, agents: [agent] }), null, "idle");
+      await store.enqueue(head.sessionId, message("again"), null);
+      const next = await lease(store, "w2");
+      assert.equal(next.fence, l.fence + 1);
+    });
+
+    test("a commit that releases a session left with work wakes the workers, and the session is leased again", async () => {
+      const { store } = await open();
+      const head = await create(store, { withMessage: true });
+      await store.enqueue(head.sessionId, message("second"), null);
+      const l = await lease(store);
+      const seen: StoreNotification[] = [];
+      const unsubscribe = store.subscribe((n) => seen.push(n));
+      try {
+        const result = await store.commit({
+          sessionId: head.sessionId,
+          fence: l.fence,
+          expectedVersion: 1,
+          head: { ...head, inboxCursor: 1 },
+          runnable: false,
+          events: [],
+          release: true,
+        });
+        if (result.released !== true) return;
+        const deadline = Date.now() + 5_000;
+        while (!seen.some((n) => n.kind === "work")) {
+          if (Date.now() > deadline) throw new Error("no work notification after the release");
+          await sleep(10);
+        }
+        const next = await lease(store, "w2");
+        assert.equal(next.sessionId, head.sessionId);
+        assert.equal(next.fence, l.fence + 1);
+      } finally {
+        unsubscribe();
+      }
+    });
+
     test("subscribers are woken by new inbox entries, events and released work", async () => {
       const { store } = await open();
       const head = await create(store);

@@ -134,6 +134,10 @@ export class MemoryStore implements SessionStore {
     }
     this.appendEvents(record, commit.events);
     if (commit.events.length > 0) this.notify({ kind: "events", sessionId: commit.sessionId });
+    if (commit.release === true) {
+      this.release(record);
+      return { version: record.version, lastEventSeq: lastSeq(record), released: true };
+    }
     return { version: record.version, lastEventSeq: lastSeq(record) };
   }
 
@@ -249,6 +253,11 @@ export class MemoryStore implements SessionStore {
     storeInput.checkLease(lease);
     const record = this.records.get(lease.sessionId);
     if (!record || record.fence !== lease.fence || record.leaseOwner === null) return;
+    this.release(record);
+  }
+
+  /** Clears the lease (the fence stays); a session left with work wakes the workers. */
+  private release(record: MemorySessionRecord): void {
     record.leaseOwner = null;
     record.leaseExpiresAt = null;
     const pendingInbox = (record.inbox.at(-1)?.seq ?? 0) > record.inboxCursor;
