@@ -244,6 +244,9 @@ class SessionDriver {
     // The recovery goes into one transition with the inbox entries waiting: a cancellation accepted
     // while no worker ran is applied before anything the recovery made ready starts again.
     let recovery: MachineInput | null = { type: "recover", fence: this.options.lease.fence };
+    // A history this worker's cache holds whole is taken before the first commit, so the items that
+    // commit appends (the turn's user message) go into it and the model step reads nothing.
+    this.history ??= this.options.historyCache?.whole(this.sessionId, this.head.historyLength) ?? null;
     for (;;) {
       if (this.options.signal.aborted || this.lost || this.failure) return "lost";
       const stopping = this.options.stopping();

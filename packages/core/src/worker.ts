@@ -130,7 +130,8 @@ export class Worker {
   start(): this {
     if (this.loop) return this;
     this.unsubscribe = this.store.subscribe((n) => {
-      if (n.kind === "work" || n.kind === "inbox") this.poke();
+      // An inbox entry of a session this worker drives is its drive's (the drive listens itself).
+      if (n.kind === "work" || (n.kind === "inbox" && !this.held.has(n.sessionId))) this.poke();
     });
     void this.announce();
     this.announceTimer = setInterval(() => void this.announce(), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
@@ -314,8 +315,11 @@ export class Worker {
         }
       })
       .finally(() => {
+        // A slot freed at the concurrency limit: look for work at once. Below the limit the loop
+        // is not waiting for a slot, and a release that left work notified `work` already.
+        const full = this.held.size >= this.concurrency;
         if (this.held.get(lease.sessionId) === entry) this.held.delete(lease.sessionId);
-        this.poke();
+        if (full || this.stopping) this.poke();
       });
     this.held.set(lease.sessionId, entry);
   }
