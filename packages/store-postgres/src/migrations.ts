@@ -94,19 +94,20 @@ CREATE INDEX definition_announcements_worker ON ${s}.definition_announcements (w
     version: 3,
     name: "a commit writes what changed",
     sql: (s) => `
--- The turn's run state in a column of its own (the head keeps "runState": null in its place), stored
--- out of line and uncompressed (it is the framework's serialization, often compressed already): a
--- commit that leaves it as it was keeps pointing at the stored value and writes none of it. Heads
--- written before this migration keep their run state inline and load as they were.
+-- The turn's run state in a column of its own (the head keeps "runState": null in its place), moved
+-- out of line uncompressed once the row outgrows 2 KB (it is the framework's serialization, often
+-- compressed already): a commit that leaves it as it was keeps pointing at the stored value and
+-- writes none of it. Heads written before this migration keep their run state inline and load as
+-- they were.
 ALTER TABLE ${s}.sessions ADD COLUMN run_state text;
 ALTER TABLE ${s}.sessions ALTER COLUMN run_state SET STORAGE EXTERNAL;
 
--- Every other column stays in the row: the head compressed (lz4 where the server has it), the short
--- text columns as they are. A row above 128 bytes is toasted, which compresses the head and moves
--- the run state out; with the default (EXTENDED) storage the short texts would be moved out too,
--- and a moved lease owner or fingerprint is written again, out of line, by every update.
+-- The head keeps the default storage: compressed (lz4 where the server has it) once the row
+-- outgrows 2 KB, and moved out of line when it is still too long (a head that holds a long turn), so
+-- the updates that leave it as it is (lease, inbox counter, events only) copy a pointer, not the head.
+-- The short text columns stay in the row whatever the row's length: with the default storage a long
+-- row moves them out too, and a moved lease owner or fingerprint is written again by every update.
 ALTER TABLE ${s}.sessions
-  ALTER COLUMN head SET STORAGE MAIN,
   ALTER COLUMN session_id SET STORAGE MAIN,
   ALTER COLUMN agent SET STORAGE MAIN,
   ALTER COLUMN lease_owner SET STORAGE MAIN,
@@ -119,7 +120,7 @@ END $lz4$;
 
 -- Half of each page is left free, so a commit's new row version fits on the page of the old one
 -- (a heap-only update: no index is written unless a column of the work index changed).
-ALTER TABLE ${s}.sessions SET (toast_tuple_target = 128, fillfactor = 50);
+ALTER TABLE ${s}.sessions SET (fillfactor = 50);
 
 -- The foreign keys of history, events and inbox cost a row lock on the session (WAL) and a lookup per
 -- appended row, for rows the store only ever appends in the statement that updates that session. The

@@ -66,6 +66,29 @@ describe("what a commit writes", () => {
     expect(cleared.rows[0].run_state).toBeNull();
   });
 
+  it("a long head is kept out of the row, so an update that leaves it as it is (lease, inbox, events) does not copy it", async () => {
+    const store = db.store();
+    const id = newId();
+    const fence = await leased(id);
+    // A head that still holds a long turn (the last one of 49 tool calls, say), with a run state.
+    const calls = Array.from({ length: 60 }, (_, n) => ({
+      toolCallId: `call_${n}_${"y".repeat(40)}`,
+      output: `record ${n} ${Math.random()}`,
+    }));
+    const long = inTurn(id, `state-${"s".repeat(3000)}`, { turnCount: 1 });
+    (long.turn as unknown as { calls: unknown[] }).calls = calls;
+    const before = await toastValues();
+    await store.commit({ sessionId: id, fence, expectedVersion: 1, head: long, runnable: true, events: [] });
+    const values = await toastValues();
+    expect(JSON.stringify(long).length).toBeGreaterThan(6_000);
+    // The head and the run state are both out of the row: two new TOAST values.
+    expect(values.filter((value) => !before.includes(value))).toHaveLength(2);
+    await store.commit({ sessionId: id, fence, expectedVersion: 2, events: [delta("x")] });
+    await store.enqueue(id, { kind: "message", text: "next", messageId: null }, null);
+    expect(await toastValues()).toEqual(values);
+    expect((await store.loadSession(id))?.head).toEqual(long);
+  });
+
   it("an events-only commit keeps the run state; a session created in a turn keeps its run state too", async () => {
     const store = db.store();
     const id = newId();
