@@ -23,7 +23,7 @@ import {
   type MachineInput,
 } from "./machine.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
-import type { Lease, SessionStore, StoredSession } from "./store.js";
+import type { CommitResult, Lease, SessionStore, StoredSession } from "./store.js";
 import { loadStoredSession } from "./stored-session.js";
 import { runReconcileAttempt } from "./reconcile-step.js";
 import { runModelAttempt, runToolAttempt } from "./tool-step.js";
@@ -59,6 +59,13 @@ export interface DriveOptions {
    * commit it ends `idle` as without this option. Default false: the caller releases the lease.
    */
   readonly releaseWhenIdle?: boolean;
+  /**
+   * Every commit of the drive also extends the lease to this many milliseconds from then
+   * (`Commit.leaseTtlMs`), and `onLeaseExtended` hears the new expiry, so the caller need not renew
+   * a lease its commits keep alive. Absent: commits leave the lease's expiry as it is.
+   */
+  readonly leaseTtlMs?: number;
+  readonly onLeaseExtended?: (expiresAt: number) => void;
 }
 
 /**
@@ -223,7 +230,9 @@ class SessionDriver {
         runnable: isRunnable(t.head),
         appendHistory: t.appendHistory,
         events: t.events,
+        ...this.extension(),
       });
+      this.extended(result);
       this.version = result.version;
       this.history?.push(...t.appendHistory);
       this.head = t.head;
@@ -329,9 +338,10 @@ class SessionDriver {
           runnable: isRunnable(t.head),
           appendHistory: t.appendHistory,
           events: [...this.takeDeltas(), ...deltas, ...(pin?.events ?? []), ...t.events],
-          ...(release ? { release: true } : {}),
+          ...(release ? { release: true } : this.extension()),
         });
         if (result.released === true) this.released = true;
+        else this.extended(result);
         this.version = result.version;
         this.history?.push(...t.appendHistory);
         // In the same serialized task as the commit: a delta commit queued behind it sees the abort.
@@ -400,13 +410,26 @@ class SessionDriver {
     void this.serialized(async () => {
       const events = this.takeDeltas();
       if (events.length === 0) return;
-      await this.store.commit({
-        sessionId: this.sessionId,
-        fence: this.options.lease.fence,
-        expectedVersion: this.version,
-        events,
-      });
+      this.extended(
+        await this.store.commit({
+          sessionId: this.sessionId,
+          fence: this.options.lease.fence,
+          expectedVersion: this.version,
+          events,
+          ...this.extension(),
+        }),
+      );
     }).catch(() => undefined); // the chain records a lost lease or a failure
+  }
+
+  /** The commit's lease extension (`leaseTtlMs`), if the caller asked for one. */
+  private extension(): { leaseTtlMs?: number } {
+    return this.options.leaseTtlMs === undefined ? {} : { leaseTtlMs: this.options.leaseTtlMs };
+  }
+
+  /** Tells the caller the lease's new expiry when the store extended it. */
+  private extended(result: CommitResult): void {
+    if (result.leaseExpiresAt !== undefined) this.options.onLeaseExtended?.(result.leaseExpiresAt);
   }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {

@@ -48,6 +48,12 @@ export interface Commit {
    * and leaves the lease held, and the caller releases it. A refused commit releases nothing.
    */
   readonly release?: boolean;
+  /**
+   * Also extend the lease to this many milliseconds from now, as `renewLease` would, in the same
+   * atomic write (ignored with `release`). A store that does answers `leaseExpiresAt`; one that does
+   * not leaves the lease's expiry as it was, and the caller renews it as usual.
+   */
+  readonly leaseTtlMs?: number;
 }
 
 export interface CommitResult {
@@ -55,6 +61,8 @@ export interface CommitResult {
   readonly lastEventSeq: number;
   /** True when the commit released the lease (`Commit.release`). */
   readonly released?: boolean;
+  /** The lease's new expiry (epoch milliseconds) when the commit extended it (`Commit.leaseTtlMs`). */
+  readonly leaseExpiresAt?: number;
 }
 
 export interface EnqueueResult {

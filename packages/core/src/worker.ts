@@ -58,6 +58,8 @@ interface Plan {
 
 interface Held {
   lease: Lease;
+  /** When (this process's clock) a commit of the drive last extended the lease. */
+  extendedAt?: number;
   readonly controller: AbortController;
   readonly done: Promise<void>;
 }
@@ -286,6 +288,12 @@ export class Worker {
         ...(plan.migration ? { migration: plan.migration } : {}),
         session: stored,
         releaseWhenIdle: true,
+        // Commits extend the lease, so a drive that commits often needs no renewal of its own.
+        leaseTtlMs: this.leaseTtlMs,
+        onLeaseExtended: (expiresAt) => {
+          entry.lease = { ...entry.lease, expiresAt };
+          entry.extendedAt = Date.now();
+        },
         lease,
         signal: controller.signal,
         stopping: () => this.stopping,
@@ -326,6 +334,9 @@ export class Worker {
 
   private async renew(entry: Held): Promise<void> {
     if (this.dead || entry.controller.signal.aborted) return;
+    // A commit extended the lease within the last sixth of its TTL: it has at least half of it left
+    // at the next renewal (every third), so this one is skipped.
+    if (entry.extendedAt !== undefined && Date.now() - entry.extendedAt < this.leaseTtlMs / 6) return;
     try {
       const renewed = await this.store.renewLease(entry.lease, this.leaseTtlMs);
       if (renewed) entry.lease = renewed;

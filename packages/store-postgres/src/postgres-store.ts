@@ -140,10 +140,12 @@ export class PostgresStore implements SessionStore {
 
   async commit(commit: Commit): Promise<CommitResult> {
     const { events, history } = storeInput.checkCommit(commit);
+    if (commit.leaseTtlMs !== undefined) storeInput.checkTtl(commit.leaseTtlMs);
     const head = commit.head;
     const pin = head === undefined ? null : storeInput.pinColumns(head);
     const stored = head === undefined ? null : splitHead(head);
-    const result = await this.run<{ version: string; last_event_seq: string }>("commit", [
+    const extend = commit.release !== true && commit.leaseTtlMs !== undefined;
+    const result = await this.run<{ version: string; last_event_seq: string; expires_at: string | null }>("commit", [
       commit.sessionId,
       commit.fence,
       commit.expectedVersion,
@@ -158,11 +160,13 @@ export class PostgresStore implements SessionStore {
       pin?.waiting ?? null,
       stored?.runState ?? null,
       commit.release === true,
+      extend ? Math.ceil(commit.leaseTtlMs!) : null,
     ]);
     const row = result.rows[0];
     if (row) {
       const done = { version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
-      return commit.release === true ? { ...done, released: true } : done;
+      if (commit.release === true) return { ...done, released: true };
+      return extend ? { ...done, leaseExpiresAt: Number(row.expires_at) } : done;
     }
     throw await this.refusal(commit);
   }

@@ -69,7 +69,8 @@ SELECT c.last_event_seq, (SELECT count(*) FROM notes) AS notes FROM created c`,
     // or null, $7 history (json array), $8 its length, $9 events (json array), $10 their count,
     // $11 fingerprint or null, $12 waiting or null (both null without a head), $13 the head's run state
     // (null when it has none; a run state equal to the stored one is left as it is, not rewritten),
-    // $14 release the lease too (as releaseLease: after the write, the fence kept, work notified)
+    // $14 release the lease too (as releaseLease: after the write, the fence kept, work notified),
+    // $15 ttl ms to extend the lease to (as renewLease), or null
     commit: `
 WITH updated AS (
   UPDATE ${s}.sessions SET
@@ -83,11 +84,12 @@ WITH updated AS (
     history_length = history_length + $8::bigint,
     last_event_seq = last_event_seq + $10::bigint,
     lease_owner = CASE WHEN $14::boolean THEN NULL ELSE lease_owner END,
-    lease_expires_at = CASE WHEN $14::boolean THEN NULL ELSE lease_expires_at END,
+    lease_expires_at = CASE WHEN $14::boolean THEN NULL WHEN $15::bigint IS NULL THEN lease_expires_at
+      ELSE date_trunc('milliseconds', now()) + $15::bigint * interval '1 millisecond' END,
     touched_at = CASE WHEN $14::boolean THEN now() ELSE touched_at END
   WHERE session_id = $1 AND fence = $2 AND lease_owner IS NOT NULL AND lease_expires_at > now()
     AND version = $3
-  RETURNING session_id, version, history_length, last_event_seq, ${ready} AS has_work
+  RETURNING session_id, version, history_length, last_event_seq, ${ready} AS has_work, ${expiresAtMs} AS expires_at
 ), history AS (
   INSERT INTO ${s}.history (session_id, position, item)
   SELECT u.session_id, u.history_length - $8::bigint + h.ord - 1, h.value
@@ -100,7 +102,7 @@ WITH updated AS (
   UNION ALL
   SELECT pg_notify('${channel}', 'work') FROM updated u WHERE $14::boolean AND u.has_work
 )
-SELECT u.version, u.last_event_seq, (SELECT count(*) FROM notes) AS notes FROM updated u`,
+SELECT u.version, u.last_event_seq, u.expires_at, (SELECT count(*) FROM notes) AS notes FROM updated u`,
 
     commitDiagnosis: `
 SELECT version, (fence = $2 AND lease_owner IS NOT NULL AND lease_expires_at > now()) AS lease_held

@@ -774,6 +774,58 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       }
     });
 
+    test("a commit that extends the lease keeps it live past its old expiry; a bad TTL is refused and writes nothing", async () => {
+      const { store, raw } = await open();
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store, "w1", LEASE_TTL_MS);
+      await assert.rejects(
+        store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 1, events: [], leaseTtlMs: -5 }),
+        InvalidInputError.isInstance,
+      );
+      const before = Date.now();
+      const result = await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 1,
+        head: { ...head, inboxCursor: 1 },
+        runnable: true,
+        events: [noteEvent("step")],
+        leaseTtlMs: 10_000,
+      });
+      assert.equal(result.version, 2);
+      assert.equal((await raw.events(head.sessionId)).length, 2);
+      const row = await raw.session(head.sessionId);
+      if (result.leaseExpiresAt === undefined) {
+        // A store without the option leaves the expiry as it was.
+        assert.equal(row?.leaseExpiresAt, l.expiresAt);
+        return;
+      }
+      assert.ok(result.leaseExpiresAt >= before + 9_000, "extended to about ten seconds from the commit");
+      assert.equal(row?.leaseExpiresAt, result.leaseExpiresAt);
+      assert.equal(row?.leaseOwner, "w1");
+      assert.equal(row?.fence, l.fence, "an extension is no new grant");
+      await sleepUntil(l.expiresAt + 50);
+      assert.equal(await store.acquireLease({ workerId: "w2", ttlMs: 5_000, agents: [agent] }), null, "still held");
+      const after = await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 2,
+        events: [noteEvent("events only")],
+        leaseTtlMs: 10_000,
+      });
+      assert.ok((after.leaseExpiresAt ?? 0) >= result.leaseExpiresAt);
+      // With release the lease goes; there is nothing left to extend.
+      const released = await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 2,
+        events: [],
+        release: true,
+        leaseTtlMs: 10_000,
+      });
+      if (released.released === true) assert.equal((await raw.session(head.sessionId))?.leaseOwner, null);
+    });
+
     test("subscribers are woken by new inbox entries, events and released work", async () => {
       const { store } = await open();
       const head = await create(store);

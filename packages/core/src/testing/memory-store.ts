@@ -118,6 +118,7 @@ export class MemoryStore implements SessionStore {
 
   async commit(commit: Commit): Promise<CommitResult> {
     storeInput.checkCommit(commit);
+    if (commit.leaseTtlMs !== undefined) storeInput.checkTtl(commit.leaseTtlMs);
     const record = this.records.get(commit.sessionId);
     if (!record) throw new SessionNotFoundError(commit.sessionId);
     if (!this.holds(record, commit.fence)) throw new LeaseLostError(commit.sessionId, commit.fence);
@@ -137,6 +138,10 @@ export class MemoryStore implements SessionStore {
     if (commit.release === true) {
       this.release(record);
       return { version: record.version, lastEventSeq: lastSeq(record), released: true };
+    }
+    if (commit.leaseTtlMs !== undefined) {
+      record.leaseExpiresAt = this.now() + Math.ceil(commit.leaseTtlMs);
+      return { version: record.version, lastEventSeq: lastSeq(record), leaseExpiresAt: record.leaseExpiresAt };
     }
     return { version: record.version, lastEventSeq: lastSeq(record) };
   }
