@@ -131,6 +131,14 @@ export interface SessionStore {
    */
   acquireLease(options: AcquireLeaseOptions): Promise<Lease | null>;
   /**
+   * `acquireLease`, answering the leased session too, as `loadSession` would right after the grant
+   * (one round trip where a worker would make two). Optional: a worker falls back to
+   * `acquireLease` and `loadSession`.
+   */
+  acquireLeaseWithSession?(
+    options: AcquireLeaseOptions,
+  ): Promise<{ readonly lease: Lease; readonly session: StoredSession } | null>;
+  /**
    * Records which definitions a worker takes, until `ttlMs` from now (replacing its earlier record;
    * an empty list removes it). Optional, with `acquireUnservedLease`: a store without them still pins
    * sessions, but no worker can tell that a session's definition is served by nobody.

@@ -9,9 +9,9 @@ import type { DefinitionMigration, SessionDefinition } from "./definition.js";
 import { ConfigurationError } from "./errors.js";
 import { HistoryCache } from "./history-cache.js";
 import { driveSession, type DriveEnd } from "./session-driver.js";
-import type { AnnouncedDefinition, Lease, SessionStore } from "./store.js";
+import type { AnnouncedDefinition, Lease, SessionStore, StoredSession } from "./store.js";
 import type { SessionHead } from "./schemas.js";
-import { loadStoredSession } from "./stored-session.js";
+import { loadStoredSession, parseStoredSession } from "./stored-session.js";
 
 export interface WorkerOptions {
   readonly store: SessionStore;
@@ -244,6 +244,8 @@ export class Worker {
         continue;
       }
       let lease: Lease | null = null;
+      /** The leased session, when the store answered it with the lease. */
+      let session: StoredSession | undefined;
       this.woken = false;
       const request = {
         workerId: this.workerId,
@@ -253,7 +255,12 @@ export class Worker {
         migrating: [...this.migrating.keys()],
       };
       try {
-        lease = await this.store.acquireLease(request);
+        if (this.store.acquireLeaseWithSession) {
+          const got = await this.store.acquireLeaseWithSession(request);
+          if (got) ({ lease, session } = got);
+        } else {
+          lease = await this.store.acquireLease(request);
+        }
         // Found no work: now and then, a session whose definition nobody serves, to mark it waiting.
         if (!lease && this.store.acquireUnservedLease && Date.now() >= this.nextDefinitionCheck) {
           lease = await this.store.acquireUnservedLease(request);
@@ -267,19 +274,21 @@ export class Worker {
         break;
       }
       if (lease) {
-        this.hold(lease);
+        this.hold(lease, session);
         continue;
       }
       await this.wait(this.pollIntervalMs);
     }
   }
 
-  private hold(lease: Lease): void {
+  private hold(lease: Lease, session?: StoredSession): void {
     const controller = new AbortController();
     const entry: Held = { lease, controller, done: Promise.resolve() };
     const renew = setInterval(() => void this.renew(entry), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
     const drive = async (): Promise<DriveEnd> => {
-      const stored = await loadStoredSession(this.store, lease.sessionId);
+      const stored = session
+        ? parseStoredSession(session, lease.sessionId, "acquireLeaseWithSession")
+        : await loadStoredSession(this.store, lease.sessionId);
       const plan = stored ? this.planFor(stored.head) : null;
       if (!stored || !plan) return "missing";
       return driveSession({

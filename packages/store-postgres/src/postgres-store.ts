@@ -225,6 +225,35 @@ export class PostgresStore implements SessionStore {
     );
   }
 
+  async acquireLeaseWithSession(
+    options: AcquireLeaseOptions,
+  ): Promise<{ readonly lease: Lease; readonly session: StoredSession } | null> {
+    storeInput.checkLeaseRequest(options);
+    if (options.agents.length === 0) return null;
+    const wanted = storeInput.leaseFingerprints(options);
+    const base = [options.agents, options.workerId, Math.ceil(options.ttlMs)];
+    const result =
+      wanted === null
+        ? await this.run("acquireLeaseWithSession", base)
+        : await this.run("acquireLeasePinnedWithSession", [...base, wanted.served, wanted.migrating]);
+    const lease = this.granted(options, result);
+    if (!lease) return null;
+    const row = result.rows[0] as {
+      head: SessionHead;
+      run_state: string | null;
+      version: string;
+      last_event_seq: string;
+    };
+    return {
+      lease,
+      session: {
+        head: joinHead(row.head, row.run_state),
+        version: Number(row.version),
+        lastEventSeq: Number(row.last_event_seq),
+      },
+    };
+  }
+
   async acquireUnservedLease(options: AcquireLeaseOptions): Promise<Lease | null> {
     storeInput.checkLeaseRequest(options);
     if (options.agents.length === 0) return null;

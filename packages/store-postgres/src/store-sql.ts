@@ -14,6 +14,8 @@ export interface StoreSql {
   readonly readInbox: string;
   readonly acquireLease: string;
   readonly acquireLeasePinned: string;
+  readonly acquireLeaseWithSession: string;
+  readonly acquireLeasePinnedWithSession: string;
   readonly acquireUnservedLease: string;
   readonly announceDefinitions: string;
   readonly renewLease: string;
@@ -27,6 +29,24 @@ const expiresAtMs = "(extract(epoch FROM lease_expires_at) * 1000)::bigint";
 const expiry = "date_trunc('milliseconds', now()) + $3::bigint * interval '1 millisecond'";
 
 export function storeSql(s: string, channel: string): StoreSql {
+  const sql = statements(s, channel);
+  // The grant's row, as loadSession reads it: one round trip for the lease and the session.
+  const withSession = (statement: string) => {
+    const returning = `AS expires_at`;
+    if (!statement.trimEnd().endsWith(returning)) throw new Error("a lease statement ends with its RETURNING");
+    return `${statement.trimEnd()}, t.head, t.run_state, t.version, t.last_event_seq`;
+  };
+  return {
+    ...sql,
+    acquireLeaseWithSession: withSession(sql.acquireLease),
+    acquireLeasePinnedWithSession: withSession(sql.acquireLeasePinned),
+  };
+}
+
+function statements(
+  s: string,
+  channel: string,
+): Omit<StoreSql, "acquireLeaseWithSession" | "acquireLeasePinnedWithSession"> {
   /** A live announcement of session row `alias`'s definition (in `role`, an SQL literal, when given). */
   const announcedBy = (alias: string, role: string | null) =>
     `SELECT 1 FROM ${s}.definition_announcements a WHERE a.agent = ${alias}.agent AND a.fingerprint = ${alias}.fingerprint${

@@ -826,6 +826,42 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       if (released.released === true) assert.equal((await raw.session(head.sessionId))?.leaseOwner, null);
     });
 
+    test("acquireLeaseWithSession grants as acquireLease does and answers the session as loadSession would", async () => {
+      const { store, raw } = await open();
+      if (!store.acquireLeaseWithSession) return; // optional
+      assert.equal(await store.acquireLeaseWithSession({ workerId: "w", ttlMs: 5_000, agents: [agent] }), null);
+      const head = await createPinned(store, "fp-a");
+      assert.equal(
+        await store.acquireLeaseWithSession({ workerId: "w", ttlMs: 5_000, agents: [agent], fingerprints: ["fp-b"] }),
+        null,
+        "pinned to a fingerprint the worker does not serve",
+      );
+      const got = await store.acquireLeaseWithSession({
+        workerId: "w",
+        ttlMs: 5_000,
+        agents: [agent],
+        fingerprints: ["fp-a"],
+      });
+      assert.ok(got);
+      assert.equal(got.lease.sessionId, head.sessionId);
+      assert.equal(got.lease.workerId, "w");
+      assert.equal(got.lease.fence, 1);
+      assert.ok(got.lease.expiresAt > Date.now());
+      assert.deepEqual(got.session, await store.loadSession(head.sessionId));
+      assert.deepEqual(got.session.head, head);
+      assert.equal((await raw.session(head.sessionId))?.leaseOwner, "w");
+      assert.equal(
+        await store.acquireLeaseWithSession({ workerId: "w2", ttlMs: 5_000, agents: [agent] }),
+        null,
+        "a leased session is not granted twice",
+      );
+      // Without fingerprints, as acquireLease: every pin.
+      const other = await createPinned(store, "fp-z");
+      const any = await store.acquireLeaseWithSession({ workerId: "w3", ttlMs: 5_000, agents: [agent] });
+      assert.equal(any?.lease.sessionId, other.sessionId);
+      assert.deepEqual(any?.session.head, other);
+    });
+
     test("subscribers are woken by new inbox entries, events and released work", async () => {
       const { store } = await open();
       const head = await create(store);
