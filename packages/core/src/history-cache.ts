@@ -38,6 +38,17 @@ export class HistoryCache {
     return history;
   }
 
+  /**
+   * The cached history when it holds exactly `length` items (the whole history), else null; reads
+   * nothing. The returned array is the cache's own, as `load`'s.
+   */
+  whole(sessionId: string, length: number): HistoryItem[] | null {
+    const history = this.entries.get(sessionId)?.history;
+    if (!history || history.length !== length) return null;
+    this.remember(sessionId, history);
+    return history;
+  }
+
   private remember(sessionId: string, history: HistoryItem[]): void {
     const old = this.entries.get(sessionId);
     if (old) this.items -= old.counted;

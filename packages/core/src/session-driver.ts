@@ -23,7 +23,7 @@ import {
   type MachineInput,
 } from "./machine.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
-import type { Lease, SessionStore } from "./store.js";
+import type { CommitResult, Lease, SessionStore, StoredSession } from "./store.js";
 import { loadStoredSession } from "./stored-session.js";
 import { runReconcileAttempt } from "./reconcile-step.js";
 import { runModelAttempt, runToolAttempt } from "./tool-step.js";
@@ -48,10 +48,31 @@ export interface DriveOptions {
    * definition, and the drive ends `unserved`.
    */
   readonly migration?: DefinitionMigration;
+  /**
+   * The session as the caller just loaded it (with `loadStoredSession`, under this lease): the drive
+   * starts from it instead of reading it again.
+   */
+  readonly session?: StoredSession;
+  /**
+   * The commit that leaves the session with nothing running and nothing due also releases the lease
+   * (`Commit.release`), and the drive ends `released`; with a store that does not release in a
+   * commit it ends `idle` as without this option. Default false: the caller releases the lease.
+   */
+  readonly releaseWhenIdle?: boolean;
+  /**
+   * Every commit of the drive also extends the lease to this many milliseconds from then
+   * (`Commit.leaseTtlMs`), and `onLeaseExtended` hears the new expiry, so the caller need not renew
+   * a lease its commits keep alive. Absent: commits leave the lease's expiry as it is.
+   */
+  readonly leaseTtlMs?: number;
+  readonly onLeaseExtended?: (expiresAt: number) => void;
 }
 
-/** `unserved`: the session is pinned to a definition the drive does not serve; it was marked waiting and left as it was. */
-export type DriveEnd = "idle" | "stopped" | "lost" | "missing" | "unserved";
+/**
+ * `unserved`: the session is pinned to a definition the drive does not serve; it was marked waiting
+ * and left as it was. `released`: idle, and its last commit released the lease (`releaseWhenIdle`).
+ */
+export type DriveEnd = "idle" | "released" | "stopped" | "lost" | "missing" | "unserved";
 
 export async function driveSession(options: DriveOptions): Promise<DriveEnd> {
   return new SessionDriver(options).run();
@@ -78,6 +99,16 @@ class SessionDriver {
   private inboxDirty = true;
   private wakeUp: (() => void) | null = null;
   private commitChain: Promise<unknown> = Promise.resolve();
+  /** Commits queued or running in the chain. */
+  private commitsInFlight = 0;
+  /**
+   * Deltas published by running model steps and not committed yet: the next commit of the session
+   * that starts takes them (before its own events), so deltas that arrive while a commit is in flight
+   * ride with the next one instead of queueing a commit each.
+   */
+  private pendingDeltas: { readonly events: readonly EventBody[]; readonly signal: AbortSignal }[] = [];
+  /** Set once a commit released the lease (`releaseWhenIdle`): the drive ends. */
+  private released = false;
   private lost = false;
   /** The first unexpected error of a launched step or a commit: the drive ends by throwing it. */
   private failure: { readonly error: unknown } | null = null;
@@ -96,7 +127,7 @@ class SessionDriver {
   }
 
   async run(): Promise<DriveEnd> {
-    const stored = await loadStoredSession(this.store, this.sessionId);
+    const stored = this.options.session ?? (await loadStoredSession(this.store, this.sessionId));
     if (!stored) return "missing";
     this.head = stored.head;
     this.version = stored.version;
@@ -199,7 +230,9 @@ class SessionDriver {
         runnable: isRunnable(t.head),
         appendHistory: t.appendHistory,
         events: t.events,
+        ...this.extension(),
       });
+      this.extended(result);
       this.version = result.version;
       this.history?.push(...t.appendHistory);
       this.head = t.head;
@@ -220,6 +253,9 @@ class SessionDriver {
     // The recovery goes into one transition with the inbox entries waiting: a cancellation accepted
     // while no worker ran is applied before anything the recovery made ready starts again.
     let recovery: MachineInput | null = { type: "recover", fence: this.options.lease.fence };
+    // A history this worker's cache holds whole is taken before the first commit, so the items that
+    // commit appends (the turn's user message) go into it and the model step reads nothing.
+    this.history ??= this.options.historyCache?.whole(this.sessionId, this.head.historyLength) ?? null;
     for (;;) {
       if (this.options.signal.aborted || this.lost || this.failure) return "lost";
       const stopping = this.options.stopping();
@@ -246,6 +282,7 @@ class SessionDriver {
       if (inputs.length === 0 && !stopping && this.nextAt !== null && this.nextAt <= Date.now())
         inputs.push({ type: "tick" });
       if (inputs.length > 0) await this.advance(inputs, deltas, stopping);
+      if (this.released) return "released";
       if (this.running === 0) {
         if (stopping) return "stopped";
         if (this.nextAt === null) {
@@ -281,7 +318,17 @@ class SessionDriver {
     const pin = this.pinned;
     this.pinned = null;
     const t = applyAll(pin?.head ?? this.head, inputs, { config: this.config, now: Date.now(), startSteps: !stopping });
-    if (t.changed || deltas.length > 0 || pin) {
+    // The commit that leaves nothing running and nothing due ends the drive: it releases the lease
+    // too, unless a notification says the inbox may hold more (then the loop reads it first).
+    const release =
+      this.options.releaseWhenIdle === true &&
+      !stopping &&
+      t.due.steps.length === 0 &&
+      t.due.nextAt === null &&
+      this.running === 0 &&
+      this.completions.length === 0 &&
+      !this.inboxDirty;
+    if (t.changed || deltas.length > 0 || pin || this.pendingDeltas.length > 0) {
       await this.serialized(async () => {
         const result = await this.store.commit({
           sessionId: this.sessionId,
@@ -290,8 +337,11 @@ class SessionDriver {
           head: t.head,
           runnable: isRunnable(t.head),
           appendHistory: t.appendHistory,
-          events: [...deltas, ...(pin?.events ?? []), ...t.events],
+          events: [...this.takeDeltas(), ...deltas, ...(pin?.events ?? []), ...t.events],
+          ...(release ? { release: true } : this.extension()),
         });
+        if (result.released === true) this.released = true;
+        else this.extended(result);
         this.version = result.version;
         this.history?.push(...t.appendHistory);
         // In the same serialized task as the commit: a delta commit queued behind it sees the abort.
@@ -337,29 +387,68 @@ class SessionDriver {
     });
   }
 
-  /** Commits streamed deltas of a step, unless its signal was aborted by the time the commit's turn comes. */
+  /**
+   * Takes streamed deltas of a step over: committed at once when no commit of the session is in
+   * flight, else with the next commit that starts (an events-only one once the commit in flight is
+   * done, or the step's own result). Deltas of a step whose signal was aborted by then are dropped.
+   */
   private async commitEvents(events: EventBody[], signal: AbortSignal): Promise<void> {
     if (this.lost || this.options.signal.aborted || signal.aborted) return;
-    await this.serialized(async () => {
-      if (signal.aborted) return;
-      await this.store.commit({
-        sessionId: this.sessionId,
-        fence: this.options.lease.fence,
-        expectedVersion: this.version,
-        events,
-      });
-    });
+    this.pendingDeltas.push({ events, signal });
+    if (this.commitsInFlight === 0) this.flushDeltas();
+  }
+
+  /** The pending deltas of steps whose signal is not aborted, in the order they were published; the rest is dropped. */
+  private takeDeltas(): EventBody[] {
+    const taken: EventBody[] = [];
+    for (const pending of this.pendingDeltas.splice(0)) if (!pending.signal.aborted) taken.push(...pending.events);
+    return taken;
+  }
+
+  /** An events-only commit of the pending deltas (none when another commit took them first). */
+  private flushDeltas(): void {
+    void this.serialized(async () => {
+      const events = this.takeDeltas();
+      if (events.length === 0) return;
+      this.extended(
+        await this.store.commit({
+          sessionId: this.sessionId,
+          fence: this.options.lease.fence,
+          expectedVersion: this.version,
+          events,
+          ...this.extension(),
+        }),
+      );
+    }).catch(() => undefined); // the chain records a lost lease or a failure
+  }
+
+  /** The commit's lease extension (`leaseTtlMs`), if the caller asked for one. */
+  private extension(): { leaseTtlMs?: number } {
+    return this.options.leaseTtlMs === undefined ? {} : { leaseTtlMs: this.options.leaseTtlMs };
+  }
+
+  /** Tells the caller the lease's new expiry when the store extended it. */
+  private extended(result: CommitResult): void {
+    if (result.leaseExpiresAt !== undefined) this.options.onLeaseExtended?.(result.leaseExpiresAt);
   }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {
+    this.commitsInFlight += 1;
     const run = this.commitChain.then(() => {
       if (this.lost || this.options.signal.aborted) throw new LeaseLostError(this.sessionId, this.options.lease.fence);
       return fn();
     });
-    this.commitChain = run.catch((error) => {
-      if (this.isLostError(error)) this.lost = true;
-      else this.fail(error);
-    });
+    this.commitChain = run
+      .catch((error) => {
+        if (this.isLostError(error)) this.lost = true;
+        else this.fail(error);
+      })
+      .finally(() => {
+        this.commitsInFlight -= 1;
+        // Deltas that came while this commit was in flight and that no commit took yet.
+        if (this.commitsInFlight === 0 && this.pendingDeltas.length > 0 && !this.lost && !this.released)
+          this.flushDeltas();
+      });
     return run;
   }
 

@@ -41,11 +41,28 @@ export interface Commit {
   readonly runnable?: boolean;
   readonly appendHistory?: readonly HistoryItem[];
   readonly events: readonly EventBody[];
+  /**
+   * Also release the lease, in the same atomic operation, after the write: as `releaseLease` would
+   * (the fence is kept, and a session left with work gets a `work` notification). A store that does
+   * answers `released: true`; one that does not (the option is optional for stores) writes the commit
+   * and leaves the lease held, and the caller releases it. A refused commit releases nothing.
+   */
+  readonly release?: boolean;
+  /**
+   * Also extend the lease to this many milliseconds from now, as `renewLease` would, in the same
+   * atomic write (ignored with `release`). A store that does answers `leaseExpiresAt`; one that does
+   * not leaves the lease's expiry as it was, and the caller renews it as usual.
+   */
+  readonly leaseTtlMs?: number;
 }
 
 export interface CommitResult {
   readonly version: number;
   readonly lastEventSeq: number;
+  /** True when the commit released the lease (`Commit.release`). */
+  readonly released?: boolean;
+  /** The lease's new expiry (epoch milliseconds) when the commit extended it (`Commit.leaseTtlMs`). */
+  readonly leaseExpiresAt?: number;
 }
 
 export interface EnqueueResult {
@@ -122,6 +139,14 @@ export interface SessionStore {
    * `inboxCursor`) that no live lease holds, or null.
    */
   acquireLease(options: AcquireLeaseOptions): Promise<Lease | null>;
+  /**
+   * `acquireLease`, answering the leased session too, as `loadSession` would right after the grant
+   * (one round trip where a worker would make two). Optional: a worker falls back to
+   * `acquireLease` and `loadSession`.
+   */
+  acquireLeaseWithSession?(
+    options: AcquireLeaseOptions,
+  ): Promise<{ readonly lease: Lease; readonly session: StoredSession } | null>;
   /**
    * Records which definitions a worker takes, until `ttlMs` from now (replacing its earlier record;
    * an empty list removes it). Optional, with `acquireUnservedLease`: a store without them still pins

@@ -17,18 +17,20 @@ const isCount = (value: unknown): value is number => Number.isSafeInteger(value)
 export async function loadStoredSession(store: SessionStore, sessionId: string): Promise<StoredSession | null> {
   const stored = await store.loadSession(sessionId);
   if (stored === null || stored === undefined) return null;
-  if (typeof stored !== "object" || !isCount(stored.version) || !isCount(stored.lastEventSeq)) {
-    throw new ContractViolationError(
-      "store",
-      `loadSession("${sessionId}") answered no { head, version, lastEventSeq } of counts`,
-    );
+  return parseStoredSession(stored, sessionId, `loadSession("${sessionId}")`);
+}
+
+/**
+ * The same checks and parse for a session a store answered another way (`acquireLeaseWithSession`);
+ * `answer` names the call in the error.
+ */
+export function parseStoredSession(stored: StoredSession, sessionId: string, answer: string): StoredSession {
+  if (typeof stored !== "object" || stored === null || !isCount(stored.version) || !isCount(stored.lastEventSeq)) {
+    throw new ContractViolationError("store", `${answer} answered no { head, version, lastEventSeq } of counts`);
   }
   const head = parseSessionHead(stored.head);
   if (head.sessionId !== sessionId) {
-    throw new ContractViolationError(
-      "store",
-      `loadSession("${sessionId}") answered the head of session "${head.sessionId}"`,
-    );
+    throw new ContractViolationError("store", `${answer} answered the head of session "${head.sessionId}"`);
   }
   return { head, version: stored.version, lastEventSeq: stored.lastEventSeq };
 }

@@ -9,9 +9,9 @@ import type { DefinitionMigration, SessionDefinition } from "./definition.js";
 import { ConfigurationError } from "./errors.js";
 import { HistoryCache } from "./history-cache.js";
 import { driveSession, type DriveEnd } from "./session-driver.js";
-import type { AnnouncedDefinition, Lease, SessionStore } from "./store.js";
+import type { AnnouncedDefinition, Lease, SessionStore, StoredSession } from "./store.js";
 import type { SessionHead } from "./schemas.js";
-import { loadStoredSession } from "./stored-session.js";
+import { loadStoredSession, parseStoredSession } from "./stored-session.js";
 
 export interface WorkerOptions {
   readonly store: SessionStore;
@@ -58,6 +58,8 @@ interface Plan {
 
 interface Held {
   lease: Lease;
+  /** When (this process's clock) a commit of the drive last extended the lease. */
+  extendedAt?: number;
   readonly controller: AbortController;
   readonly done: Promise<void>;
 }
@@ -130,7 +132,8 @@ export class Worker {
   start(): this {
     if (this.loop) return this;
     this.unsubscribe = this.store.subscribe((n) => {
-      if (n.kind === "work" || n.kind === "inbox") this.poke();
+      // An inbox entry of a session this worker drives is its drive's (the drive listens itself).
+      if (n.kind === "work" || (n.kind === "inbox" && !this.held.has(n.sessionId))) this.poke();
     });
     void this.announce();
     this.announceTimer = setInterval(() => void this.announce(), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
@@ -241,6 +244,8 @@ export class Worker {
         continue;
       }
       let lease: Lease | null = null;
+      /** The leased session, when the store answered it with the lease. */
+      let session: StoredSession | undefined;
       this.woken = false;
       const request = {
         workerId: this.workerId,
@@ -250,7 +255,12 @@ export class Worker {
         migrating: [...this.migrating.keys()],
       };
       try {
-        lease = await this.store.acquireLease(request);
+        if (this.store.acquireLeaseWithSession) {
+          const got = await this.store.acquireLeaseWithSession(request);
+          if (got) ({ lease, session } = got);
+        } else {
+          lease = await this.store.acquireLease(request);
+        }
         // Found no work: now and then, a session whose definition nobody serves, to mark it waiting.
         if (!lease && this.store.acquireUnservedLease && Date.now() >= this.nextDefinitionCheck) {
           lease = await this.store.acquireUnservedLease(request);
@@ -264,25 +274,35 @@ export class Worker {
         break;
       }
       if (lease) {
-        this.hold(lease);
+        this.hold(lease, session);
         continue;
       }
       await this.wait(this.pollIntervalMs);
     }
   }
 
-  private hold(lease: Lease): void {
+  private hold(lease: Lease, session?: StoredSession): void {
     const controller = new AbortController();
     const entry: Held = { lease, controller, done: Promise.resolve() };
     const renew = setInterval(() => void this.renew(entry), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
     const drive = async (): Promise<DriveEnd> => {
-      const stored = await loadStoredSession(this.store, lease.sessionId);
+      const stored = session
+        ? parseStoredSession(session, lease.sessionId, "acquireLeaseWithSession")
+        : await loadStoredSession(this.store, lease.sessionId);
       const plan = stored ? this.planFor(stored.head) : null;
       if (!stored || !plan) return "missing";
       return driveSession({
         store: this.store,
         definition: plan.definition,
         ...(plan.migration ? { migration: plan.migration } : {}),
+        session: stored,
+        releaseWhenIdle: true,
+        // Commits extend the lease, so a drive that commits often needs no renewal of its own.
+        leaseTtlMs: this.leaseTtlMs,
+        onLeaseExtended: (expiresAt) => {
+          entry.lease = { ...entry.lease, expiresAt };
+          entry.extendedAt = Date.now();
+        },
         lease,
         signal: controller.signal,
         stopping: () => this.stopping,
@@ -292,7 +312,12 @@ export class Worker {
       });
     };
     let failed = false;
+    let released = false;
     (entry as { done: Promise<void> }).done = drive()
+      .then((end) => {
+        // The drive's last commit released the lease already.
+        released = end === "released";
+      })
       .catch((error) => {
         failed = true;
         if (!this.dead) this.report(error);
@@ -302,19 +327,25 @@ export class Worker {
         this.drivesEnded += 1;
         // A drive that failed keeps its lease until it expires: the session is tried again after
         // the lease's time to live, not at once in a loop.
-        if (!this.dead && !failed && !controller.signal.aborted) {
+        if (!this.dead && !failed && !released && !controller.signal.aborted) {
           await this.store.releaseLease(entry.lease).catch((e) => this.report(e));
         }
       })
       .finally(() => {
+        // A slot freed at the concurrency limit: look for work at once. Below the limit the loop
+        // is not waiting for a slot, and a release that left work notified `work` already.
+        const full = this.held.size >= this.concurrency;
         if (this.held.get(lease.sessionId) === entry) this.held.delete(lease.sessionId);
-        this.poke();
+        if (full || this.stopping) this.poke();
       });
     this.held.set(lease.sessionId, entry);
   }
 
   private async renew(entry: Held): Promise<void> {
     if (this.dead || entry.controller.signal.aborted) return;
+    // A commit extended the lease within the last sixth of its TTL: it has at least half of it left
+    // at the next renewal (every third), so this one is skipped.
+    if (entry.extendedAt !== undefined && Date.now() - entry.extendedAt < this.leaseTtlMs / 6) return;
     try {
       const renewed = await this.store.renewLease(entry.lease, this.leaseTtlMs);
       if (renewed) entry.lease = renewed;

@@ -76,7 +76,67 @@ function failingDriveSetup() {
   return { store, errors, worker };
 }
 
+/** A memory store that counts lease renewals. */
+class RenewalCountingStore extends MemoryStore {
+  renewals = 0;
+  override renewLease(...args: Parameters<MemoryStore["renewLease"]>): ReturnType<MemoryStore["renewLease"]> {
+    this.renewals += 1;
+    return super.renewLease(...args);
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 describe("Worker", () => {
+  it("renews the lease of a session whose step commits nothing for longer than the lease's TTL", async () => {
+    const { definition, gates } = gatedTool();
+    const store = new RenewalCountingStore();
+    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 150 }).start();
+    const client = new SessionClient({ store });
+    const { sessionId } = await client.startSession({ agent: "gated", message: 'call slow_read {"key":"a"}' });
+    await until(() => gates.length === 1);
+    const before = store.renewals;
+    // Four TTLs with the tool running and nothing committed: only renewals keep the lease.
+    await sleep(600);
+    expect(store.renewals - before).toBeGreaterThanOrEqual(4);
+    const row = await memoryRawReader(store).session(sessionId);
+    expect(row?.leaseOwner).toBe(worker.workerId);
+    expect(row?.fence).toBe(1);
+    gates[0]!();
+    const snapshot = await client.waitUntilIdle(sessionId);
+    expect(snapshot.status).toBe("idle");
+    expect((await memoryRawReader(store).session(sessionId))?.fence).toBe(1);
+    await worker.stop();
+  });
+
+  it("does not renew a lease that the drive's commits keep extending", async () => {
+    // A model that streams a long answer: a delta of more than 64 characters every 10 ms, each one
+    // committed (and the lease extended) while the step runs for about 400 ms.
+    class StreamingRunner extends ScriptedRunner {
+      override async runModel(input: Parameters<ScriptedRunner["runModel"]>[0]) {
+        for (let i = 0; i < 40; i++) {
+          input.emit({ kind: "text", text: `${"x".repeat(70)}${i}` });
+          await sleep(10);
+        }
+        return super.runModel(input);
+      }
+    }
+    const runner = new StreamingRunner({ tools: [] });
+    const definition = defineSession({ name: "streaming", runner });
+    const store = new RenewalCountingStore();
+    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 600 }).start();
+    const client = new SessionClient({ store });
+    const { sessionId } = await client.startSession({ agent: "streaming", message: "hello" });
+    const snapshot = await client.waitUntilIdle(sessionId);
+    expect(snapshot.status).toBe("idle");
+    const deltas = (await store.readEvents(sessionId, 0)).filter((e) => e.type === "text_delta");
+    expect(deltas.length).toBeGreaterThan(10);
+    // A renewal every 200 ms would have come twice in the step; every one found a fresh extension.
+    expect(store.renewals).toBe(0);
+    expect((await memoryRawReader(store).session(sessionId))?.fence).toBe(1);
+    await worker.stop();
+  });
+
   it("drives at most `concurrency` sessions at once", async () => {
     const { definition, gates, running, most } = gatedTool();
     const store = new MemoryStore();

@@ -90,4 +90,90 @@ CREATE TABLE ${s}.definition_announcements (
 CREATE INDEX definition_announcements_worker ON ${s}.definition_announcements (worker_id);
 `,
   },
+  {
+    version: 3,
+    name: "a commit writes what changed",
+    sql: (s) => `
+-- The turn's run state in a column of its own (the head keeps "runState": null in its place), moved
+-- out of line uncompressed once the row outgrows 2 KB (it is the framework's serialization, often
+-- compressed already): a commit that leaves it as it was keeps pointing at the stored value and
+-- writes none of it. Heads written before this migration keep their run state inline and load as
+-- they were.
+ALTER TABLE ${s}.sessions ADD COLUMN run_state text;
+ALTER TABLE ${s}.sessions ALTER COLUMN run_state SET STORAGE EXTERNAL;
+
+-- The head keeps the default storage: compressed (lz4 where the server has it) once the row
+-- outgrows 2 KB, and moved out of line when it is still too long (a head that holds a long turn), so
+-- the updates that leave it as it is (lease, inbox counter, events only) copy a pointer, not the head.
+-- The short text columns stay in the row whatever the row's length: with the default storage a long
+-- row moves them out too, and a moved lease owner or fingerprint is written again by every update.
+ALTER TABLE ${s}.sessions
+  ALTER COLUMN session_id SET STORAGE MAIN,
+  ALTER COLUMN agent SET STORAGE MAIN,
+  ALTER COLUMN lease_owner SET STORAGE MAIN,
+  ALTER COLUMN fingerprint SET STORAGE MAIN;
+DO $lz4$ BEGIN
+  IF EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)) THEN
+    ALTER TABLE ${s}.sessions ALTER COLUMN head SET COMPRESSION lz4;
+  END IF;
+END $lz4$;
+
+-- Half of each page is left free, so a commit's new row version fits on the page of the old one
+-- (a heap-only update: no index is written unless a column of the work index changed).
+ALTER TABLE ${s}.sessions SET (fillfactor = 50);
+
+-- The foreign keys of history, events and inbox cost a row lock on the session (WAL) and a lookup per
+-- appended row, for rows the store only ever appends in the statement that updates that session. The
+-- cascade they gave (deleting a session deletes its rows) is kept by a trigger.
+ALTER TABLE ${s}.history DROP CONSTRAINT history_session_id_fkey;
+ALTER TABLE ${s}.events DROP CONSTRAINT events_session_id_fkey;
+ALTER TABLE ${s}.inbox DROP CONSTRAINT inbox_session_id_fkey;
+CREATE FUNCTION ${s}.delete_session_rows() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  DELETE FROM ${s}.history h USING deleted d WHERE h.session_id = d.session_id;
+  DELETE FROM ${s}.events e USING deleted d WHERE e.session_id = d.session_id;
+  DELETE FROM ${s}.inbox i USING deleted d WHERE i.session_id = d.session_id;
+  RETURN NULL;
+END
+$body$;
+CREATE TRIGGER sessions_delete_rows AFTER DELETE ON ${s}.sessions
+  REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT EXECUTE FUNCTION ${s}.delete_session_rows();
+`,
+  },
+  {
+    version: 4,
+    name: "one row of events per commit",
+    sql: (s) => `
+-- A commit's events are one row: the events as the commit gave them (a json array of { type, data }),
+-- the seq of the last one, and the commit's time. Seqs stay one per event, from 1 with no gap: the
+-- batch's first event has seq last_seq - (its length) + 1. One row and one index entry per commit
+-- instead of one per event.
+CREATE TABLE ${s}.event_batches (
+  session_id text NOT NULL,
+  last_seq bigint NOT NULL,
+  at timestamptz NOT NULL DEFAULT now(),
+  events json NOT NULL,
+  PRIMARY KEY (session_id, last_seq)
+);
+INSERT INTO ${s}.event_batches (session_id, last_seq, at, events)
+  SELECT session_id, seq, at, json_build_array(json_build_object('type', type, 'data', data)) FROM ${s}.events;
+DROP TABLE ${s}.events;
+
+-- The events one per row, as the table of that name had them (for SQL readers; the store reads the batches).
+CREATE VIEW ${s}.events AS
+  SELECT b.session_id, b.last_seq - n.length + e.ord AS seq, b.at, e.value->>'type' AS type, e.value->'data' AS data
+  FROM ${s}.event_batches b
+  CROSS JOIN LATERAL (SELECT json_array_length(b.events) AS length) n
+  CROSS JOIN LATERAL json_array_elements(b.events) WITH ORDINALITY AS e(value, ord);
+
+CREATE OR REPLACE FUNCTION ${s}.delete_session_rows() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  DELETE FROM ${s}.history h USING deleted d WHERE h.session_id = d.session_id;
+  DELETE FROM ${s}.event_batches e USING deleted d WHERE e.session_id = d.session_id;
+  DELETE FROM ${s}.inbox i USING deleted d WHERE i.session_id = d.session_id;
+  RETURN NULL;
+END
+$body$;
+`,
+  },
 ];

@@ -47,6 +47,24 @@ type Statement = keyof StoreSql;
 const UNIQUE_VIOLATION = "23505";
 
 /**
+ * The head as two columns: `head` without the turn's run state, and `run_state` apart. The run state
+ * (the framework's own serialization, often already compressed) is the largest part of a head and
+ * changes only on model steps; in a column of its own, stored out of line, a commit that leaves it
+ * as it was rewrites none of it (the row keeps pointing at the stored value).
+ */
+function splitHead(head: SessionHead): { head: string; runState: string | null } {
+  const turn = head.turn;
+  if (!turn || typeof turn.runState !== "string") return { head: JSON.stringify(head), runState: null };
+  return { head: JSON.stringify({ ...head, turn: { ...turn, runState: null } }), runState: turn.runState };
+}
+
+/** The head as stored: the run state goes back into its turn (a head written before the split has it inline). */
+export function joinHead(head: SessionHead, runState: string | null): SessionHead {
+  if (runState === null || !head.turn) return head;
+  return { ...head, turn: { ...head.turn, runState } };
+}
+
+/**
  * The session store on PostgreSQL: any number of worker processes on any number of machines share
  * the sessions of one schema. Run `migrate(pool)` once before using it.
  */
@@ -78,16 +96,18 @@ export class PostgresStore implements SessionStore {
     // (`events:<id>`) far below PostgreSQL's 8000-byte limit.
     const { head, events } = storeInput.checkNewSession(session);
     const inbox = session.inbox;
+    const stored = splitHead(head);
     const result = await this.run<{ last_event_seq: string }>("createSession", [
       head.sessionId,
       head.agent,
-      JSON.stringify(head),
+      stored.head,
       head.inboxCursor,
       JSON.stringify(events),
       inbox ? JSON.stringify(inbox.entry) : null,
       inbox?.dedupeKey ?? null,
       storeInput.pinColumns(head).fingerprint,
       storeInput.pinColumns(head).waiting,
+      stored.runState,
     ]);
     const row = result.rows[0];
     if (!row) throw new SessionStateError(`session "${head.sessionId}" already exists`);
@@ -96,12 +116,19 @@ export class PostgresStore implements SessionStore {
 
   async loadSession(sessionId: string): Promise<StoredSession | null> {
     storeInput.checkSessionId(sessionId);
-    const result = await this.run<{ head: SessionHead; version: string; last_event_seq: string }>("loadSession", [
-      sessionId,
-    ]);
+    const result = await this.run<{
+      head: SessionHead;
+      run_state: string | null;
+      version: string;
+      last_event_seq: string;
+    }>("loadSession", [sessionId]);
     const row = result.rows[0];
     if (!row) return null;
-    return { head: row.head, version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
+    return {
+      head: joinHead(row.head, row.run_state),
+      version: Number(row.version),
+      lastEventSeq: Number(row.last_event_seq),
+    };
   }
 
   async readHistory(sessionId: string, offset = 0): Promise<HistoryItem[]> {
@@ -113,13 +140,16 @@ export class PostgresStore implements SessionStore {
 
   async commit(commit: Commit): Promise<CommitResult> {
     const { events, history } = storeInput.checkCommit(commit);
+    if (commit.leaseTtlMs !== undefined) storeInput.checkTtl(commit.leaseTtlMs);
     const head = commit.head;
     const pin = head === undefined ? null : storeInput.pinColumns(head);
-    const result = await this.run<{ version: string; last_event_seq: string }>("commit", [
+    const stored = head === undefined ? null : splitHead(head);
+    const extend = commit.release !== true && commit.leaseTtlMs !== undefined;
+    const result = await this.run<{ version: string; last_event_seq: string; expires_at: string | null }>("commit", [
       commit.sessionId,
       commit.fence,
       commit.expectedVersion,
-      head === undefined ? null : JSON.stringify(head),
+      stored === null ? null : stored.head,
       head === undefined ? null : commit.runnable,
       head === undefined ? null : head.inboxCursor,
       JSON.stringify(history),
@@ -128,9 +158,16 @@ export class PostgresStore implements SessionStore {
       events.length,
       pin?.fingerprint ?? null,
       pin?.waiting ?? null,
+      stored?.runState ?? null,
+      commit.release === true,
+      extend ? Math.ceil(commit.leaseTtlMs!) : null,
     ]);
     const row = result.rows[0];
-    if (row) return { version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
+    if (row) {
+      const done = { version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
+      if (commit.release === true) return { ...done, released: true };
+      return extend ? { ...done, leaseExpiresAt: Number(row.expires_at) } : done;
+    }
     throw await this.refusal(commit);
   }
 
@@ -188,6 +225,35 @@ export class PostgresStore implements SessionStore {
     );
   }
 
+  async acquireLeaseWithSession(
+    options: AcquireLeaseOptions,
+  ): Promise<{ readonly lease: Lease; readonly session: StoredSession } | null> {
+    storeInput.checkLeaseRequest(options);
+    if (options.agents.length === 0) return null;
+    const wanted = storeInput.leaseFingerprints(options);
+    const base = [options.agents, options.workerId, Math.ceil(options.ttlMs)];
+    const result =
+      wanted === null
+        ? await this.run("acquireLeaseWithSession", base)
+        : await this.run("acquireLeasePinnedWithSession", [...base, wanted.served, wanted.migrating]);
+    const lease = this.granted(options, result);
+    if (!lease) return null;
+    const row = result.rows[0] as {
+      head: SessionHead;
+      run_state: string | null;
+      version: string;
+      last_event_seq: string;
+    };
+    return {
+      lease,
+      session: {
+        head: joinHead(row.head, row.run_state),
+        version: Number(row.version),
+        lastEventSeq: Number(row.last_event_seq),
+      },
+    };
+  }
+
   async acquireUnservedLease(options: AcquireLeaseOptions): Promise<Lease | null> {
     storeInput.checkLeaseRequest(options);
     if (options.agents.length === 0) return null;
@@ -240,14 +306,22 @@ export class PostgresStore implements SessionStore {
 
   async readEvents(sessionId: string, afterSeq: number, limit = 1000): Promise<SessionEvent[]> {
     storeInput.checkEventPage(sessionId, afterSeq, limit);
-    const result = await this.run<{ seq: string; at: Date; type: string; data: unknown }>("readEvents", [
-      sessionId,
-      afterSeq,
-      limit,
-    ]);
-    return result.rows.map(
-      (row) => ({ seq: Number(row.seq), at: row.at.toISOString(), type: row.type, data: row.data }) as SessionEvent,
+    const result = await this.run<{ last_seq: string; at: Date; events: { type: string; data: unknown }[] }>(
+      "readEvents",
+      [sessionId, afterSeq, limit],
     );
+    const events: SessionEvent[] = [];
+    for (const row of result.rows) {
+      const at = row.at.toISOString();
+      let seq = Number(row.last_seq) - row.events.length;
+      for (const event of row.events) {
+        seq += 1;
+        if (seq <= afterSeq) continue;
+        events.push({ seq, at, type: event.type, data: event.data } as SessionEvent);
+        if (events.length === limit) return events;
+      }
+    }
+    return events;
   }
 
   subscribe(listener: (notification: StoreNotification) => void): () => void {

@@ -1,7 +1,8 @@
 /**
  * The statements of the store, one per operation, for a validated schema name. Every write is one
  * statement: data-modifying CTEs do the checks, the appends and the NOTIFY in one implicit
- * transaction, so a commit costs one round trip and one WAL flush.
+ * transaction, so a commit costs one round trip and one WAL flush. A commit's events are one row of
+ * `event_batches` (the json array as the commit sent it).
  */
 export interface StoreSql {
   readonly createSession: string;
@@ -13,6 +14,8 @@ export interface StoreSql {
   readonly readInbox: string;
   readonly acquireLease: string;
   readonly acquireLeasePinned: string;
+  readonly acquireLeaseWithSession: string;
+  readonly acquireLeasePinnedWithSession: string;
   readonly acquireUnservedLease: string;
   readonly announceDefinitions: string;
   readonly renewLease: string;
@@ -26,6 +29,24 @@ const expiresAtMs = "(extract(epoch FROM lease_expires_at) * 1000)::bigint";
 const expiry = "date_trunc('milliseconds', now()) + $3::bigint * interval '1 millisecond'";
 
 export function storeSql(s: string, channel: string): StoreSql {
+  const sql = statements(s, channel);
+  // The grant's row, as loadSession reads it: one round trip for the lease and the session.
+  const withSession = (statement: string) => {
+    const returning = `AS expires_at`;
+    if (!statement.trimEnd().endsWith(returning)) throw new Error("a lease statement ends with its RETURNING");
+    return `${statement.trimEnd()}, t.head, t.run_state, t.version, t.last_event_seq`;
+  };
+  return {
+    ...sql,
+    acquireLeaseWithSession: withSession(sql.acquireLease),
+    acquireLeasePinnedWithSession: withSession(sql.acquireLeasePinned),
+  };
+}
+
+function statements(
+  s: string,
+  channel: string,
+): Omit<StoreSql, "acquireLeaseWithSession" | "acquireLeasePinnedWithSession"> {
   /** A live announcement of session row `alias`'s definition (in `role`, an SQL literal, when given). */
   const announcedBy = (alias: string, role: string | null) =>
     `SELECT 1 FROM ${s}.definition_announcements a WHERE a.agent = ${alias}.agent AND a.fingerprint = ${alias}.fingerprint${
@@ -37,18 +58,17 @@ FROM picked WHERE t.session_id = picked.session_id
 RETURNING t.session_id, t.fence, ${expiresAtMs.replace("lease_expires_at", "t.lease_expires_at")} AS expires_at`;
   return {
     // $1 id, $2 agent, $3 head, $4 inbox cursor, $5 events (json array), $6 inbox entry or null,
-    // $7 dedupe key, $8 fingerprint ('' when not pinned), $9 waiting for its definition
+    // $7 dedupe key, $8 fingerprint ('' when not pinned), $9 waiting for its definition, $10 run state or null
     createSession: `
 WITH created AS (
-  INSERT INTO ${s}.sessions (session_id, agent, head, version, inbox_cursor, last_event_seq, last_inbox_seq, fingerprint, definition_waiting)
+  INSERT INTO ${s}.sessions (session_id, agent, head, version, inbox_cursor, last_event_seq, last_inbox_seq, fingerprint, definition_waiting, run_state)
   VALUES ($1, $2, $3::json, 1, $4::bigint, json_array_length($5::json), CASE WHEN $6::json IS NULL THEN 0 ELSE 1 END,
-    $8::text, $9::boolean)
+    $8::text, $9::boolean, $10::text)
   ON CONFLICT (session_id) DO NOTHING
   RETURNING session_id, last_event_seq, last_inbox_seq
 ), events AS (
-  INSERT INTO ${s}.events (session_id, seq, type, data)
-  SELECT c.session_id, e.ord, e.value->>'type', e.value->'data'
-  FROM created c, json_array_elements($5::json) WITH ORDINALITY AS e(value, ord)
+  INSERT INTO ${s}.event_batches (session_id, last_seq, events)
+  SELECT c.session_id, c.last_event_seq, $5::json FROM created c WHERE c.last_event_seq > 0
 ), inbox AS (
   INSERT INTO ${s}.inbox (session_id, seq, dedupe_key, entry)
   SELECT c.session_id, 1, $7, $6::json FROM created c WHERE $6::json IS NOT NULL
@@ -61,39 +81,48 @@ WITH created AS (
 )
 SELECT c.last_event_seq, (SELECT count(*) FROM notes) AS notes FROM created c`,
 
-    loadSession: `SELECT head, version, last_event_seq FROM ${s}.sessions WHERE session_id = $1`,
+    loadSession: `SELECT head, run_state, version, last_event_seq FROM ${s}.sessions WHERE session_id = $1`,
 
     readHistory: `SELECT item FROM ${s}.history WHERE session_id = $1 AND position >= $2 ORDER BY position`,
 
     // $1 id, $2 fence, $3 expected version, $4 head or null, $5 runnable or null, $6 inbox cursor
     // or null, $7 history (json array), $8 its length, $9 events (json array), $10 their count,
-    // $11 fingerprint or null, $12 waiting or null (both null without a head)
+    // $11 fingerprint or null, $12 waiting or null (both null without a head), $13 the head's run state
+    // (null when it has none; a run state equal to the stored one is left as it is, not rewritten),
+    // $14 release the lease too (as releaseLease: after the write, the fence kept, work notified),
+    // $15 ttl ms to extend the lease to (as renewLease), or null
     commit: `
 WITH updated AS (
   UPDATE ${s}.sessions SET
     head = COALESCE($4::json, head),
+    run_state = CASE WHEN $4::json IS NULL OR run_state IS NOT DISTINCT FROM $13::text THEN run_state ELSE $13::text END,
     fingerprint = COALESCE($11::text, fingerprint),
     definition_waiting = COALESCE($12::boolean, definition_waiting),
     version = version + CASE WHEN $4::json IS NULL THEN 0 ELSE 1 END,
     runnable = COALESCE($5::boolean, runnable),
     inbox_cursor = COALESCE($6::bigint, inbox_cursor),
     history_length = history_length + $8::bigint,
-    last_event_seq = last_event_seq + $10::bigint
+    last_event_seq = last_event_seq + $10::bigint,
+    lease_owner = CASE WHEN $14::boolean THEN NULL ELSE lease_owner END,
+    lease_expires_at = CASE WHEN $14::boolean THEN NULL WHEN $15::bigint IS NULL THEN lease_expires_at
+      ELSE date_trunc('milliseconds', now()) + $15::bigint * interval '1 millisecond' END,
+    touched_at = CASE WHEN $14::boolean THEN now() ELSE touched_at END
   WHERE session_id = $1 AND fence = $2 AND lease_owner IS NOT NULL AND lease_expires_at > now()
     AND version = $3
-  RETURNING session_id, version, history_length, last_event_seq
+  RETURNING session_id, version, history_length, last_event_seq, ${ready} AS has_work, ${expiresAtMs} AS expires_at
 ), history AS (
   INSERT INTO ${s}.history (session_id, position, item)
   SELECT u.session_id, u.history_length - $8::bigint + h.ord - 1, h.value
   FROM updated u, json_array_elements($7::json) WITH ORDINALITY AS h(value, ord)
 ), events AS (
-  INSERT INTO ${s}.events (session_id, seq, type, data)
-  SELECT u.session_id, u.last_event_seq - $10::bigint + e.ord, e.value->>'type', e.value->'data'
-  FROM updated u, json_array_elements($9::json) WITH ORDINALITY AS e(value, ord)
+  INSERT INTO ${s}.event_batches (session_id, last_seq, events)
+  SELECT u.session_id, u.last_event_seq, $9::json FROM updated u WHERE $10::bigint > 0
 ), notes AS (
   SELECT pg_notify('${channel}', 'events:' || u.session_id) FROM updated u WHERE $10::bigint > 0
+  UNION ALL
+  SELECT pg_notify('${channel}', 'work') FROM updated u WHERE $14::boolean AND u.has_work
 )
-SELECT u.version, u.last_event_seq, (SELECT count(*) FROM notes) AS notes FROM updated u`,
+SELECT u.version, u.last_event_seq, u.expires_at, (SELECT count(*) FROM notes) AS notes FROM updated u`,
 
     commitDiagnosis: `
 SELECT version, (fence = $2 AND lease_owner IS NOT NULL AND lease_expires_at > now()) AS lease_held
@@ -198,7 +227,8 @@ WITH released AS (
 )
 SELECT (SELECT count(*) FROM released) AS released, (SELECT count(*) FROM notes) AS notes`,
 
+    // $1 id, $2 after seq, $3 limit: every batch holds at least one event, so $3 batches are enough.
     readEvents: `
-SELECT seq, at, type, data FROM ${s}.events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+SELECT last_seq, at, events FROM ${s}.event_batches WHERE session_id = $1 AND last_seq > $2 ORDER BY last_seq LIMIT $3`,
   };
 }

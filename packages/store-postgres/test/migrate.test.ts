@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ConfigurationError } from "@durable-agents/core";
 import { PostgresStore, migrate, migrationSql, migrations } from "../src/index.js";
-import { head, newId, useDatabase } from "./helpers.js";
+import type { SessionHead } from "@durable-agents/core";
+import { delta, head, item, newId, useDatabase } from "./helpers.js";
 
 const db = useDatabase("migrated_first");
 
@@ -17,6 +18,7 @@ describe("migrate", () => {
   it("creates the tables once and records every version", async () => {
     expect(await tables("migrated_first")).toEqual([
       "definition_announcements",
+      "event_batches",
       "events",
       "history",
       "inbox",
@@ -56,7 +58,9 @@ describe("migrate", () => {
     await db.pool.query(
       `INSERT INTO legacy.inbox (session_id, seq, entry) VALUES ('old', 1, '{"kind":"message","text":"hi","messageId":null}')`,
     );
-    expect(await migrate(db.pool, { schema: "legacy" })).toEqual({ applied: [2] });
+    expect(await migrate(db.pool, { schema: "legacy" })).toEqual({
+      applied: migrations.slice(1).map((m) => m.version),
+    });
     const row = await db.pool.query(
       "SELECT fingerprint, definition_waiting FROM legacy.sessions WHERE session_id = 'old'",
     );
@@ -70,6 +74,90 @@ describe("migrate", () => {
       fingerprints: ["fp-new"],
     });
     expect(lease?.sessionId).toBe("old");
+  });
+
+  it("upgrades a schema of version 2 (run state in the head, one row per event): heads, events and history load as they were, and commits go on", async () => {
+    const [v1, v2] = [migrations[0]!, migrations[1]!];
+    await db.pool.query(`CREATE SCHEMA legacy2;
+      CREATE TABLE legacy2.migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+      ${v1.sql("legacy2")}
+      ${v2.sql("legacy2")}
+      INSERT INTO legacy2.migrations (version, name) VALUES (1, '${v1.name}'), (2, '${v2.name}');`);
+    // A session in a turn, its run state inline in the head, three events and one history item.
+    const runState = `old-state-${"z".repeat(2500)}`;
+    const old = head("mid", {
+      status: "running",
+      historyLength: 1,
+      turn: { turnId: "turn-1", number: 1, runState, calls: [], steps: [] } as unknown as SessionHead["turn"],
+    });
+    await db.pool.query(
+      `INSERT INTO legacy2.sessions (session_id, agent, head, version, inbox_cursor, last_inbox_seq, last_event_seq, history_length, runnable, fingerprint)
+       VALUES ('mid', $1, $2, 4, 1, 1, 3, 1, true, 'fp')`,
+      [old.agent, JSON.stringify(old)],
+    );
+    await db.pool.query(
+      `INSERT INTO legacy2.events (session_id, seq, at, type, data) VALUES
+        ('mid', 1, '2026-01-01T00:00:01Z', 'session_created', '{"agent":"a"}'),
+        ('mid', 2, '2026-01-01T00:00:02Z', 'turn_started', '{"turnId":"turn-1"}'),
+        ('mid', 3, '2026-01-01T00:00:02Z', 'text_delta', '{"turnId":"turn-1","text":"hi"}')`,
+    );
+    await db.pool.query(`INSERT INTO legacy2.history (session_id, position, item) VALUES ('mid', 0, $1)`, [
+      JSON.stringify(item("hello")),
+    ]);
+    await db.pool.query(
+      `INSERT INTO legacy2.inbox (session_id, seq, entry) VALUES ('mid', 1, '{"kind":"message","text":"hello","messageId":null}')`,
+    );
+    expect(await migrate(db.pool, { schema: "legacy2" })).toEqual({
+      applied: migrations.slice(2).map((m) => m.version),
+    });
+
+    const store = new PostgresStore({ pool: db.pool, schema: "legacy2" });
+    expect(await store.loadSession("mid")).toEqual({ head: old, version: 4, lastEventSeq: 3 });
+    const events = await store.readEvents("mid", 0);
+    expect(events.map((e) => [e.seq, e.at, e.type])).toEqual([
+      [1, "2026-01-01T00:00:01.000Z", "session_created"],
+      [2, "2026-01-01T00:00:02.000Z", "turn_started"],
+      [3, "2026-01-01T00:00:02.000Z", "text_delta"],
+    ]);
+    expect(events[2]!.data).toEqual({ turnId: "turn-1", text: "hi" });
+    expect((await store.readEvents("mid", 1, 1)).map((e) => e.seq)).toEqual([2]);
+    expect(await store.readHistory("mid")).toEqual([item("hello")]);
+    expect((await store.readInbox("mid", 0)).map((i) => i.seq)).toEqual([1]);
+
+    // A worker takes it over and commits: the events go on from seq 4, the run state moves to its column.
+    const lease = (await store.acquireLease({
+      workerId: "w",
+      ttlMs: 5_000,
+      agents: [old.agent],
+      fingerprints: ["fp"],
+    }))!;
+    expect(lease.sessionId).toBe("mid");
+    const next = { ...old, historyLength: 2 };
+    await store.commit({
+      sessionId: "mid",
+      fence: lease.fence,
+      expectedVersion: 4,
+      head: next,
+      runnable: true,
+      appendHistory: [item("more")],
+      events: [delta("a"), delta("b")],
+    });
+    expect(await store.loadSession("mid")).toEqual({ head: next, version: 5, lastEventSeq: 5 });
+    expect((await store.readEvents("mid", 3)).map((e) => [e.seq, (e.data as { text: string }).text])).toEqual([
+      [4, "a"],
+      [5, "b"],
+    ]);
+    const row = await db.pool.query("SELECT head, run_state FROM legacy2.sessions WHERE session_id = 'mid'");
+    expect(row.rows[0].head.turn.runState).toBeNull();
+    expect(row.rows[0].run_state).toBe(runState);
+    // The events view lists old and new events one per row; deleting the session deletes its rows.
+    const view = await db.pool.query("SELECT seq::int FROM legacy2.events WHERE session_id = 'mid' ORDER BY seq");
+    expect(view.rows.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5]);
+    await db.pool.query("DELETE FROM legacy2.sessions WHERE session_id = 'mid'");
+    for (const table of ["history", "event_batches", "inbox"]) {
+      const n = await db.pool.query(`SELECT count(*)::int AS n FROM legacy2.${table}`);
+      expect(n.rows[0].n, table).toBe(0);
+    }
   });
 
   it("refuses a schema name that is not a plain identifier, creating nothing", async () => {
@@ -87,6 +175,7 @@ describe("migrate", () => {
     await db.pool.query(sql);
     expect(await tables("printed")).toEqual([
       "definition_announcements",
+      "event_batches",
       "events",
       "history",
       "inbox",

@@ -167,6 +167,7 @@ export class SqliteStore implements SessionStore {
 
   async commit(commit: Commit): Promise<CommitResult> {
     const { events, history } = storeInput.checkCommit(commit);
+    if (commit.leaseTtlMs !== undefined) storeInput.checkTtl(commit.leaseTtlMs);
     const head = commit.head;
     const result = await this.write(() => {
       const now = this.now();
@@ -204,13 +205,31 @@ export class SqliteStore implements SessionStore {
         }
       }
       this.insertEvents(commit.sessionId, row.last_event_seq, events, now);
+      // The lease goes in the same transaction, after the write (Commit.release).
+      let hasWork = false;
+      let leaseExpiresAt: number | null = null;
+      if (commit.release === true) {
+        const released = this.statements.releaseLease.get(now, commit.sessionId, commit.fence) as
+          | { has_work: number }
+          | undefined;
+        hasWork = Boolean(released?.has_work);
+        if (hasWork) this.statements.bumpWork.run();
+      } else if (commit.leaseTtlMs !== undefined) {
+        leaseExpiresAt = now + Math.ceil(commit.leaseTtlMs);
+        this.statements.extendLease.run(leaseExpiresAt, row.id);
+      }
       return {
         version: head === undefined ? row.version : row.version + 1,
         lastEventSeq: row.last_event_seq + events.length,
+        hasWork,
+        leaseExpiresAt,
       };
     });
     if (events.length > 0) this.notify({ kind: "events", sessionId: commit.sessionId });
-    return result;
+    if (result.hasWork) this.notify({ kind: "work" });
+    const done = { version: result.version, lastEventSeq: result.lastEventSeq };
+    if (commit.release === true) return { ...done, released: true };
+    return result.leaseExpiresAt === null ? done : { ...done, leaseExpiresAt: result.leaseExpiresAt };
   }
 
   async enqueue(sessionId: string, entry: InboxEntry, dedupeKey: string | null): Promise<EnqueueResult> {

@@ -75,6 +75,8 @@ UPDATE sessions SET lease_owner = ?, fence = fence + 1, lease_expires_at = ?, to
 WHERE session_id = ? AND ${ready} AND (lease_owner IS NULL OR lease_expires_at <= ?)
 RETURNING fence, lease_expires_at`,
   // ? expires at, ? id, ? fence, ? worker, ? now
+  // ? expires at, ? id (a commit under the live lease extends it: Commit.leaseTtlMs)
+  extendLease: "UPDATE sessions SET lease_expires_at = ? WHERE id = ?",
   renewLease: `
 UPDATE sessions SET lease_expires_at = ?
 WHERE session_id = ? AND fence = ? AND lease_owner = ? AND lease_expires_at > ?

@@ -689,6 +689,179 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       );
     });
 
+    test("a commit that releases the lease writes, then releases it as releaseLease would; a refused one releases nothing", async () => {
+      const { store, raw } = await open();
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store);
+      await assert.rejects(
+        store.commit({
+          sessionId: head.sessionId,
+          fence: l.fence,
+          expectedVersion: 7,
+          head: { ...head, inboxCursor: 1 },
+          runnable: false,
+          events: [],
+          release: true,
+        }),
+        VersionConflictError.isInstance,
+      );
+      assert.equal((await raw.session(head.sessionId))?.leaseOwner, "w1", "a refused commit keeps the lease");
+      const result = await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 1,
+        head: { ...head, inboxCursor: 1 },
+        runnable: false,
+        events: [noteEvent("last")],
+        release: true,
+      });
+      assert.equal(result.version, 2);
+      assert.equal(result.lastEventSeq, 2);
+      const row = await raw.session(head.sessionId);
+      assert.equal(row?.version, 2);
+      assert.deepEqual(row?.head, { ...head, inboxCursor: 1 });
+      assert.deepEqual(
+        (await raw.events(head.sessionId)).map((e) => e.seq),
+        [1, 2],
+      );
+      if (result.released !== true) {
+        // A store without the option: the commit is written and the lease is still held.
+        assert.equal(row?.leaseOwner, "w1");
+        return;
+      }
+      assert.equal(row?.leaseOwner, null);
+      assert.equal(row?.fence, l.fence, "the fence is kept");
+      await assert.rejects(
+        store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 2, events: [noteEvent("after")] }),
+        LeaseLostError.isInstance,
+        "no commit under a released lease",
+      );
+      assert.equal(await store.renewLease(l, 5_000), null);
+      assert.equal(await store.acquireLease({ workerId: "w2", ttlMs: 5_000, agents: [agent] }), null, "idle");
+      await store.enqueue(head.sessionId, message("again"), null);
+      const next = await lease(store, "w2");
+      assert.equal(next.fence, l.fence + 1);
+    });
+
+    test("a commit that releases a session left with work wakes the workers, and the session is leased again", async () => {
+      const { store } = await open();
+      const head = await create(store, { withMessage: true });
+      await store.enqueue(head.sessionId, message("second"), null);
+      const l = await lease(store);
+      const seen: StoreNotification[] = [];
+      const unsubscribe = store.subscribe((n) => seen.push(n));
+      try {
+        const result = await store.commit({
+          sessionId: head.sessionId,
+          fence: l.fence,
+          expectedVersion: 1,
+          head: { ...head, inboxCursor: 1 },
+          runnable: false,
+          events: [],
+          release: true,
+        });
+        if (result.released !== true) return;
+        const deadline = Date.now() + 5_000;
+        while (!seen.some((n) => n.kind === "work")) {
+          if (Date.now() > deadline) throw new Error("no work notification after the release");
+          await sleep(10);
+        }
+        const next = await lease(store, "w2");
+        assert.equal(next.sessionId, head.sessionId);
+        assert.equal(next.fence, l.fence + 1);
+      } finally {
+        unsubscribe();
+      }
+    });
+
+    test("a commit that extends the lease keeps it live past its old expiry; a bad TTL is refused and writes nothing", async () => {
+      const { store, raw } = await open();
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store, "w1", LEASE_TTL_MS);
+      await assert.rejects(
+        store.commit({ sessionId: head.sessionId, fence: l.fence, expectedVersion: 1, events: [], leaseTtlMs: -5 }),
+        InvalidInputError.isInstance,
+      );
+      const before = Date.now();
+      const result = await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 1,
+        head: { ...head, inboxCursor: 1 },
+        runnable: true,
+        events: [noteEvent("step")],
+        leaseTtlMs: 10_000,
+      });
+      assert.equal(result.version, 2);
+      assert.equal((await raw.events(head.sessionId)).length, 2);
+      const row = await raw.session(head.sessionId);
+      if (result.leaseExpiresAt === undefined) {
+        // A store without the option leaves the expiry as it was.
+        assert.equal(row?.leaseExpiresAt, l.expiresAt);
+        return;
+      }
+      assert.ok(result.leaseExpiresAt >= before + 9_000, "extended to about ten seconds from the commit");
+      assert.equal(row?.leaseExpiresAt, result.leaseExpiresAt);
+      assert.equal(row?.leaseOwner, "w1");
+      assert.equal(row?.fence, l.fence, "an extension is no new grant");
+      await sleepUntil(l.expiresAt + 50);
+      assert.equal(await store.acquireLease({ workerId: "w2", ttlMs: 5_000, agents: [agent] }), null, "still held");
+      const after = await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 2,
+        events: [noteEvent("events only")],
+        leaseTtlMs: 10_000,
+      });
+      assert.ok((after.leaseExpiresAt ?? 0) >= result.leaseExpiresAt);
+      // With release the lease goes; there is nothing left to extend.
+      const released = await store.commit({
+        sessionId: head.sessionId,
+        fence: l.fence,
+        expectedVersion: 2,
+        events: [],
+        release: true,
+        leaseTtlMs: 10_000,
+      });
+      if (released.released === true) assert.equal((await raw.session(head.sessionId))?.leaseOwner, null);
+    });
+
+    test("acquireLeaseWithSession grants as acquireLease does and answers the session as loadSession would", async () => {
+      const { store, raw } = await open();
+      if (!store.acquireLeaseWithSession) return; // optional
+      assert.equal(await store.acquireLeaseWithSession({ workerId: "w", ttlMs: 5_000, agents: [agent] }), null);
+      const head = await createPinned(store, "fp-a");
+      assert.equal(
+        await store.acquireLeaseWithSession({ workerId: "w", ttlMs: 5_000, agents: [agent], fingerprints: ["fp-b"] }),
+        null,
+        "pinned to a fingerprint the worker does not serve",
+      );
+      const got = await store.acquireLeaseWithSession({
+        workerId: "w",
+        ttlMs: 5_000,
+        agents: [agent],
+        fingerprints: ["fp-a"],
+      });
+      assert.ok(got);
+      assert.equal(got.lease.sessionId, head.sessionId);
+      assert.equal(got.lease.workerId, "w");
+      assert.equal(got.lease.fence, 1);
+      assert.ok(got.lease.expiresAt > Date.now());
+      assert.deepEqual(got.session, await store.loadSession(head.sessionId));
+      assert.deepEqual(got.session.head, head);
+      assert.equal((await raw.session(head.sessionId))?.leaseOwner, "w");
+      assert.equal(
+        await store.acquireLeaseWithSession({ workerId: "w2", ttlMs: 5_000, agents: [agent] }),
+        null,
+        "a leased session is not granted twice",
+      );
+      // Without fingerprints, as acquireLease: every pin.
+      const other = await createPinned(store, "fp-z");
+      const any = await store.acquireLeaseWithSession({ workerId: "w3", ttlMs: 5_000, agents: [agent] });
+      assert.equal(any?.lease.sessionId, other.sessionId);
+      assert.deepEqual(any?.session.head, other);
+    });
+
     test("subscribers are woken by new inbox entries, events and released work", async () => {
       const { store } = await open();
       const head = await create(store);

@@ -118,6 +118,7 @@ export class MemoryStore implements SessionStore {
 
   async commit(commit: Commit): Promise<CommitResult> {
     storeInput.checkCommit(commit);
+    if (commit.leaseTtlMs !== undefined) storeInput.checkTtl(commit.leaseTtlMs);
     const record = this.records.get(commit.sessionId);
     if (!record) throw new SessionNotFoundError(commit.sessionId);
     if (!this.holds(record, commit.fence)) throw new LeaseLostError(commit.sessionId, commit.fence);
@@ -134,6 +135,14 @@ export class MemoryStore implements SessionStore {
     }
     this.appendEvents(record, commit.events);
     if (commit.events.length > 0) this.notify({ kind: "events", sessionId: commit.sessionId });
+    if (commit.release === true) {
+      this.release(record);
+      return { version: record.version, lastEventSeq: lastSeq(record), released: true };
+    }
+    if (commit.leaseTtlMs !== undefined) {
+      record.leaseExpiresAt = this.now() + Math.ceil(commit.leaseTtlMs);
+      return { version: record.version, lastEventSeq: lastSeq(record), leaseExpiresAt: record.leaseExpiresAt };
+    }
     return { version: record.version, lastEventSeq: lastSeq(record) };
   }
 
@@ -249,6 +258,11 @@ export class MemoryStore implements SessionStore {
     storeInput.checkLease(lease);
     const record = this.records.get(lease.sessionId);
     if (!record || record.fence !== lease.fence || record.leaseOwner === null) return;
+    this.release(record);
+  }
+
+  /** Clears the lease (the fence stays); a session left with work wakes the workers. */
+  private release(record: MemorySessionRecord): void {
     record.leaseOwner = null;
     record.leaseExpiresAt = null;
     const pendingInbox = (record.inbox.at(-1)?.seq ?? 0) > record.inboxCursor;

@@ -1,5 +1,6 @@
 import type { Pool } from "pg";
 import type { RawSessionRow, RawStoreReader } from "@durable-agents/core/conformance";
+import { joinHead } from "../postgres-store.js";
 import { schemaName } from "../schema-name.js";
 
 /** Reads the store's tables with plain SQL, not through `PostgresStore`, for the conformance suite. */
@@ -10,7 +11,7 @@ export function postgresRawReader(pool: Pool, schema?: string): RawStoreReader {
       const result = await pool.query(
         `SELECT session_id, agent, version, fence, lease_owner,
            (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_at,
-           runnable, inbox_cursor, fingerprint, definition_waiting, head
+           runnable, inbox_cursor, fingerprint, definition_waiting, head, run_state
          FROM ${s}.sessions WHERE session_id = $1`,
         [sessionId],
       );
@@ -27,7 +28,7 @@ export function postgresRawReader(pool: Pool, schema?: string): RawStoreReader {
         inboxCursor: Number(row.inbox_cursor),
         fingerprint: row.fingerprint === "" ? null : row.fingerprint,
         definitionWaiting: row.definition_waiting,
-        head: row.head,
+        head: joinHead(row.head, row.run_state),
       };
     },
     async history(sessionId: string): Promise<unknown[]> {
