@@ -67,6 +67,26 @@ function execution(tool: string) {
   return found;
 }
 
+/**
+ * An execution of `tool` that returned ok and whose call the session recorded `succeeded` (a
+ * cancellation racing a call can record one that returned ok as cancelled or unknown).
+ */
+function succeededExecution(tool: string) {
+  const found = run.data.executions.find(
+    (e) =>
+      e.tool === tool &&
+      e.result === "ok" &&
+      (run.data.events.get(e.sessionId) ?? []).some(
+        (event) =>
+          event.type === "tool_call_completed" &&
+          event.data.toolCallId === e.toolCallId &&
+          event.data.status === "succeeded",
+      ),
+  );
+  if (!found) throw new Error(`the run has no ${tool} execution recorded succeeded to break`);
+  return found;
+}
+
 describe("the invariant checks", () => {
   it("find a single-attempt call executed twice", () => {
     const data = copy(run.data);
@@ -120,7 +140,7 @@ describe("the invariant checks", () => {
 
   it("find an attention interrupt for a call that is not unknown, and one left out", () => {
     const data = copy(run.data);
-    const write = execution("non_idempotent_write_checked");
+    const write = succeededExecution("non_idempotent_write_checked");
     const events = data.events.get(write.sessionId)!;
     const index = events.findIndex((e) => e.type === "tool_call_completed" && e.data.toolCallId === write.toolCallId);
     const outcome = events[index]!;
@@ -177,7 +197,8 @@ describe("the invariant checks", () => {
 
   it("find a call whose outcome is not what its tool did", () => {
     const data = copy(run.data);
-    const write = data.executions.find((e) => e.tool === "idempotent_write" && e.result === "ok")!;
+    const picked = succeededExecution("idempotent_write");
+    const write = data.executions.find((e) => e.id === picked.id)!;
     (write as { result: string }).result = "error";
     expect(added(data).join("\n")).toContain(`call ${write.toolCallId} is recorded succeeded, but its attempt`);
   });
