@@ -1,15 +1,15 @@
 /**
  * The watch service: a long poll on one session. `next` answers with the session's cursor
- * (version, last event, last inbox entry) and whether a drive is running. A first poll (a cursor
- * of -1) gets the current cursor at once; an inbox seq of -1 alone (a poller that followed a drive
- * through the session object's `poll`) is read from the inbox object first. Otherwise it asks the inbox object, which answers at once
- * when the session moved past the cursor, says "running" while a drive may be running (the answer
- * is then the session's live status, and the poller follows that status until the drive ends), or
- * keeps the awakeable of an idle session until it moves: nobody polls an idle session.
+ * (version, last event, last inbox entry) and whether a drive is running. A poller starts from the
+ * cursor the session object's `poll` gave it; its inbox seq, which that poll does not know (-1), is
+ * read from the inbox object first. Then it asks the inbox object, which answers at once when the
+ * session moved past the cursor, says "running" while a drive may be running (the poller then
+ * follows the session object's `poll` until the drive ends), or keeps the awakeable of an idle
+ * session until it moves: nobody polls an idle session.
  */
 import * as restate from "@restatedev/restate-sdk";
 import type { ServiceNames } from "./names.js";
-import type { NextAnswer, NextRequest, SessionCursor, SessionMeta, WatchAnswer, Watcher } from "./protocol.js";
+import type { NextAnswer, NextRequest, SessionCursor, WatchAnswer, Watcher } from "./protocol.js";
 
 export function watchService(names: ServiceNames) {
   return restate.service({
@@ -26,20 +26,6 @@ export function watchService(names: ServiceNames) {
             inputSerde: restate.serde.json,
             outputSerde: restate.serde.json,
           });
-        const status = async (inboxSeq: number): Promise<NextAnswer | null> => {
-          const meta = await call<SessionMeta | null>(names.session, "status", null);
-          if (!meta) return null;
-          return {
-            version: meta.version,
-            lastEventSeq: meta.lastEventSeq,
-            inboxSeq,
-            running: meta.running === true,
-          };
-        };
-        if (req.version < 0) {
-          const inboxSeq = await call<number | null>(names.inbox, "inboxSeq", null);
-          return inboxSeq === null ? null : status(inboxSeq);
-        }
         // A poller that followed a drive knows the session's version and events, not its inbox.
         let inboxSeq = req.inboxSeq;
         if (inboxSeq < 0) {
