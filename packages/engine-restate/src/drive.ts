@@ -68,6 +68,7 @@ import {
   runToolStep,
   type StepDeps,
   type StepDone,
+  unwrittenDeltas,
 } from "./steps.js";
 
 export interface DriveOptions {
@@ -155,8 +156,14 @@ class Drive {
   private now = 0;
   private nextAt: number | null = null;
   private readonly pending = new Map<string, restate.RestatePromise<Done>>();
-  /** The delta awakeable of each model step in flight, and the mailbox its closure takes the ID from. */
-  private readonly deltas = new Map<string, { promise: restate.RestatePromise<Done>; mailbox: DeltaMailbox }>();
+  /**
+   * The delta awakeable of each model step in flight, the mailbox its closure takes the ID from,
+   * and how many of the events it streams were written.
+   */
+  private readonly deltas = new Map<
+    string,
+    { promise: restate.RestatePromise<Done>; mailbox: DeltaMailbox; written: number }
+  >();
   /** The wake-up registered with the inbox object, while not resolved. */
   private wake: { readonly id: string; readonly promise: restate.RestatePromise<Done> } | null = null;
   private timer: { readonly at: number; readonly promise: restate.RestatePromise<Done> } | null = null;
@@ -222,9 +229,10 @@ class Drive {
       const done = await restate.RestatePromise.race(waits);
       if (done.kind === "step") {
         this.pending.delete(done.key);
+        const streamed = this.deltas.get(done.key);
         this.deltas.delete(done.key);
         inputs.push(done.done.input);
-        deltas = done.done.events;
+        deltas = unwrittenDeltas(done.done.events, done.done.deltaFrom, streamed?.written ?? 0);
         this.now = Math.max(this.now, done.done.at);
         live = done.live;
       } else if (done.kind === "delta") {
@@ -463,19 +471,23 @@ class Drive {
   private streamed(key: string, batch: DeltaBatch): void {
     const entry = this.deltas.get(key);
     if (!entry) return;
-    if (batch.events.length > 0) {
-      const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, batch.events, iso(batch.at));
+    const events = unwrittenDeltas(batch.events, batch.first, entry.written);
+    if (events.length > 0) {
+      const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, events, iso(batch.at));
       this.setMeta({ ...this.meta, lastEventSeq, running: true });
     }
-    this.deltas.set(key, this.deltaAwakeable(key, entry.mailbox));
+    const written =
+      batch.first === undefined ? entry.written : Math.max(entry.written, batch.first + batch.events.length);
+    this.deltas.set(key, this.deltaAwakeable(key, entry.mailbox, written));
   }
 
   /** A new awakeable for the next batch of a model step's deltas; its ID goes to the step's mailbox. */
-  private deltaAwakeable(key: string, mailbox: DeltaMailbox) {
+  private deltaAwakeable(key: string, mailbox: DeltaMailbox, written = 0) {
     const awakeable = this.ctx.awakeable<DeltaBatch>();
     mailbox.offer(awakeable.id);
     return {
       mailbox,
+      written,
       promise: awakeable.promise.map(
         (batch) => ({ kind: "delta", key, batch: batch ?? { events: [], at: 0 } }) as Done,
       ),

@@ -130,6 +130,11 @@ export interface PollAnswer {
 export interface DeltaBatch {
   readonly events: readonly EventBody[];
   readonly at: number;
+  /**
+   * The index of the batch's first event among the events the step streamed (absent in batches
+   * journaled before it was added: written whole).
+   */
+  readonly first?: number;
 }
 
 /** A long poll: answer once the session's version, events or inbox moved past these, or after `timeoutMs`. */

@@ -17,10 +17,19 @@ import {
 import type { SessionHistories } from "./histories.js";
 import type { DeltaBatch } from "./protocol.js";
 
-/** A finished step: the machine's input, the deltas still buffered when it ended, and when it ended. */
+/**
+ * A finished step: the machine's input, the deltas it streamed that the drive may not have had
+ * yet, and when it ended.
+ */
 export interface StepDone {
   readonly input: MachineInput;
   readonly events: readonly EventBody[];
+  /**
+   * For a model step: the index of the first of `events` among the events it streamed (the
+   * batches the drive had before the result cover the ones before it, and the drive skips any of
+   * `events` it already wrote from a batch). Absent: `events` were never sent in a batch.
+   */
+  readonly deltaFrom?: number;
   /** Epoch ms at the end of the step: the clock of the transition that applies it. */
   readonly at: number;
 }
@@ -43,6 +52,7 @@ export class DeltaMailbox {
   private id: string | null = null;
   private broken = false;
   private readonly takers: ((id: string | null) => void)[] = [];
+  private closed = false;
 
   offer(id: string): void {
     this.broken = false;
@@ -52,6 +62,7 @@ export class DeltaMailbox {
   }
 
   take(signal: AbortSignal): Promise<string | null> {
+    if (this.closed) return Promise.resolve(null);
     if (this.id !== null) {
       const id = this.id;
       this.id = null;
@@ -76,6 +87,71 @@ export class DeltaMailbox {
   /** The last resolve failed: its batch may or may not have reached the drive. */
   fail(): void {
     this.broken = true;
+  }
+
+  /** The step ended: no more batches; a taker still waiting gets null. */
+  close(): void {
+    this.closed = true;
+    for (const taker of this.takers.splice(0)) taker(null);
+  }
+}
+
+/**
+ * Sends a model step's text deltas to the drive, one batch at a time, each through the awakeable
+ * the drive offers next, without holding the step up: the model call goes on while a batch is on
+ * its way, and the step does not wait for the last one when it ends. What was not handed over by
+ * then (the batch on its way, and those after it) rides in the step's result, from the index
+ * `handed`; the drive writes each event once, by its index (`unwrittenDeltas`).
+ */
+export class DeltaSender {
+  private queued: EventBody[] = [];
+  private sending: readonly EventBody[] = [];
+  private handed = 0;
+  private stopped = false;
+  private loop: Promise<void> | null = null;
+
+  constructor(
+    private readonly mailbox: DeltaMailbox,
+    private readonly resolve: StepDeps["resolveAwakeable"],
+    private readonly signal: AbortSignal,
+  ) {}
+
+  push(events: readonly EventBody[]): void {
+    if (this.stopped || events.length === 0) return;
+    this.queued.push(...events);
+    this.loop ??= this.send().finally(() => {
+      this.loop = null;
+    });
+  }
+
+  private async send(): Promise<void> {
+    while (!this.stopped && this.queued.length > 0) {
+      const id = await this.mailbox.take(this.signal);
+      if (id === null || this.stopped || this.signal.aborted) return;
+      const batch = this.queued.splice(0);
+      this.sending = batch;
+      const first = this.handed;
+      try {
+        await this.resolve(id, { events: batch, at: Date.now(), first });
+      } catch {
+        // It may or may not have reached the drive: it is sent again with the next batch (the drive
+        // skips what it has), or rides in the result.
+        this.queued = [...batch, ...this.queued];
+        this.sending = [];
+        this.mailbox.fail();
+        return;
+      }
+      if (this.stopped) return;
+      this.handed += batch.length;
+      this.sending = [];
+    }
+  }
+
+  /** Stops sending: the events not handed over, from the index of the first of them. */
+  stop(): { readonly from: number; readonly events: EventBody[] } {
+    this.stopped = true;
+    this.mailbox.close();
+    return { from: this.handed, events: [...this.sending, ...this.queued] };
   }
 }
 
@@ -111,21 +187,19 @@ export async function runModelStep(
   } catch (error) {
     return { input: modelAttemptFailed(step, error), events: [], at: Date.now() };
   }
-  // Deltas of a step whose turn was cancelled are dropped: its answer is discarded.
-  const publish = async (events: EventBody[]) => {
-    const id = await mailbox.take(signal);
-    if (id === null || signal.aborted) return;
-    await deps.resolveAwakeable(id, { events, at: Date.now() }).catch(() => mailbox.fail());
-  };
+  const sender = new DeltaSender(mailbox, deps.resolveAwakeable, signal);
   const { input, events } = await runModelAttempt(deps.definition.runner, {
     head,
     step,
     history,
     signal,
-    publish,
+    publish: async (batch) => sender.push(batch),
     ...(deps.coalescing ? { coalescing: deps.coalescing } : {}),
   });
-  return { input, events, at: Date.now() };
+  const unsent = sender.stop();
+  // Deltas of a step whose turn was cancelled are dropped: its answer is discarded.
+  if (signal.aborted) return { input, events: [], at: Date.now() };
+  return { input, events: [...unsent.events, ...events], deltaFrom: unsent.from, at: Date.now() };
 }
 
 /** One attempt of a tool call, from the head that started it (its start is in that head). */
@@ -159,4 +233,18 @@ export async function runReconcileStep(
     signal,
   });
   return { input, events: [], at: Date.now() };
+}
+
+/**
+ * The events of a batch or of a step's result that the drive has not written yet: those from index
+ * `written` on, the first of them having index `first` among the events the step streamed (no
+ * index: all of them, as journaled before batches had one).
+ */
+export function unwrittenDeltas(
+  events: readonly EventBody[],
+  first: number | undefined,
+  written: number,
+): readonly EventBody[] {
+  if (first === undefined || first >= written) return events;
+  return events.slice(written - first);
 }
