@@ -8,7 +8,7 @@ import type { RemoteFollower } from "./remote-follower.js";
 import { StepClock } from "./step-clock.js";
 import { TurnFollower } from "./turn-follower.js";
 import { AGENT_NAME, makeDefinition, stepsPerTurn, turnScript, type WorkloadSize } from "./workload.js";
-import type { PhaseResult } from "./raw-sdk-phase.js";
+import { type PhaseResult, processCpuMs } from "./raw-sdk-phase.js";
 
 export interface DurablePhaseResult extends PhaseResult {
   /** From a text chunk's production in a model step to its arrival at the following client. */
@@ -26,6 +26,7 @@ export class DurablePhase {
   readonly eventLatencyMs: number[] = [];
   readonly remoteEventLatencyMs: number[] = [];
   wallMs = 0;
+  cpuMs = 0;
 
   constructor(
     store: SessionStore,
@@ -45,6 +46,7 @@ export class DurablePhase {
     const sessionId = `${this.prefix}-s${index}`;
     await waitForIdleWorker(this.worker);
     const started = performance.now();
+    const cpuAtStart = processCpuMs();
     await this.client.startSession({ agent: AGENT_NAME, sessionId });
     const follower = new TurnFollower(this.client, sessionId);
     await this.remote?.follow(sessionId);
@@ -66,8 +68,12 @@ export class DurablePhase {
       await follower.stop();
       this.remote?.unfollow(sessionId);
     }
-    if (measured) this.wallMs += performance.now() - started;
+    // The worker's last commits of the session (its lease handed back) are in the CPU figure.
     await waitForIdleWorker(this.worker);
+    if (measured) {
+      this.wallMs += performance.now() - started;
+      this.cpuMs += processCpuMs() - cpuAtStart;
+    }
   }
 
   result(): DurablePhaseResult {
@@ -75,6 +81,7 @@ export class DurablePhase {
       stepMs: this.stepMs,
       steps: this.stepMs.length,
       wallMs: this.wallMs,
+      cpuMs: this.cpuMs,
       eventLatencyMs: this.eventLatencyMs,
       remoteEventLatencyMs: this.remoteEventLatencyMs,
     };

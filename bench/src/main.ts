@@ -107,6 +107,7 @@ function figures(result: PhaseResult, perTurn: number): StepFigures {
     p99Ms: s.p99,
     meanMs: s.mean,
     wallMs: result.wallMs,
+    cpuMsPerStep: result.cpuMs / result.steps,
     modelSteps: { n: model.n, medianMs: model.median, p99Ms: model.p99 },
     toolSteps: { n: tool.n, medianMs: tool.median, p99Ms: tool.p99 },
   };
@@ -432,6 +433,7 @@ async function runAll(
           sqliteNormalToRaw: sqliteNormalFigures.medianMs / rawFigures.medianMs,
           sqliteNormalToRawP99: sqliteNormalFigures.p99Ms / rawFigures.p99Ms,
           sqliteNormalToRawModelSteps: sqliteNormalFigures.modelSteps.medianMs / rawFigures.modelSteps.medianMs,
+          postgresToMemoryCpu: postgresFigures.cpuMsPerStep / memoryFigures.cpuMsPerStep,
         },
       },
       floor: {

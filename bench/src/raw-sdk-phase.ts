@@ -13,6 +13,18 @@ export interface PhaseResult {
   readonly steps: number;
   /** Wall time of the measured sessions. */
   readonly wallMs: number;
+  /**
+   * This process's CPU time (user + system) over the measured sessions, ms: the runner, and for a
+   * durable phase the worker, the client and (store-memory, store-sqlite) the store; PostgreSQL's
+   * own CPU is not in it.
+   */
+  readonly cpuMs: number;
+}
+
+/** This process's CPU time so far, ms. */
+export function processCpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
 }
 
 /** Runs the workload's sessions one at a time (`session(n)`), so phases can take turns. */
@@ -22,6 +34,7 @@ export class RawSdkPhase {
   private readonly runner: Runner;
   readonly stepMs: number[] = [];
   wallMs = 0;
+  cpuMs = 0;
 
   constructor(private readonly size: WorkloadSize) {
     this.agent = makeAgent(this.clock, false);
@@ -31,6 +44,7 @@ export class RawSdkPhase {
   async session(index: number, measured: boolean): Promise<void> {
     const steps = stepsPerTurn(this.size.toolCalls);
     const started = performance.now();
+    const cpuAtStart = processCpuMs();
     let history: AgentInputItem[] = [];
     for (let t = 1; t <= this.size.turns; t++) {
       this.clock.reset();
@@ -49,11 +63,14 @@ export class RawSdkPhase {
       const times = this.clock.stepTimes(start, end, steps);
       if (measured) this.stepMs.push(...times);
     }
-    if (measured) this.wallMs += performance.now() - started;
+    if (measured) {
+      this.wallMs += performance.now() - started;
+      this.cpuMs += processCpuMs() - cpuAtStart;
+    }
   }
 
   result(): PhaseResult {
-    return { stepMs: this.stepMs, steps: this.stepMs.length, wallMs: this.wallMs };
+    return { stepMs: this.stepMs, steps: this.stepMs.length, wallMs: this.wallMs, cpuMs: this.cpuMs };
   }
 }
 

@@ -15,6 +15,8 @@ export interface StepFigures {
   readonly p99Ms: number;
   readonly meanMs: number;
   readonly wallMs: number;
+  /** This process's CPU per step over the measured sessions, ms (PostgreSQL's own is not in it). */
+  readonly cpuMsPerStep: number;
   /** The same, for the model calls alone and the tool calls alone. */
   readonly modelSteps: { readonly n: number; readonly medianMs: number; readonly p99Ms: number };
   readonly toolSteps: { readonly n: number; readonly medianMs: number; readonly p99Ms: number };
@@ -82,6 +84,8 @@ export interface BenchResults {
       readonly sqliteNormalToRaw: number;
       readonly sqliteNormalToRawP99: number;
       readonly sqliteNormalToRawModelSteps: number;
+      /** This process's CPU per step, store-postgres / store-memory (the worker's CPU on PostgreSQL). */
+      readonly postgresToMemoryCpu: number;
     };
   };
   readonly floor: {
@@ -188,6 +192,12 @@ export function judgeTargets(r: Omit<BenchResults, "targets">): Target[] {
       value: r.overhead.ratios.memoryToRawModelSteps,
       limit: "<= 1.50",
       met: r.overhead.ratios.memoryToRawModelSteps <= 1.5,
+    },
+    {
+      name: "this process's CPU per step, store-postgres / store-memory (worker CPU on PostgreSQL)",
+      value: r.overhead.ratios.postgresToMemoryCpu,
+      limit: "<= 2.00",
+      met: r.overhead.ratios.postgresToMemoryCpu <= 2,
     },
     {
       name: "store-postgres step / single-row write (median)",
@@ -567,6 +577,7 @@ export function renderReport(r: BenchResults): string {
         "model steps: median ms",
         "vs raw",
         "tool steps: median ms",
+        "CPU ms per step (this process)",
       ],
       [
         "(a) raw SDK",
@@ -579,6 +590,7 @@ export function renderReport(r: BenchResults): string {
         f(o.rawSdk.modelSteps.medianMs, 3),
         "1.00",
         f(o.rawSdk.toolSteps.medianMs, 3),
+        f(o.rawSdk.cpuMsPerStep),
       ],
       [
         "(b) store-memory",
@@ -591,6 +603,7 @@ export function renderReport(r: BenchResults): string {
         f(o.memory.modelSteps.medianMs, 3),
         f(o.ratios.memoryToRawModelSteps),
         f(o.memory.toolSteps.medianMs, 3),
+        f(o.memory.cpuMsPerStep),
       ],
       [
         "(c) store-postgres",
@@ -603,6 +616,7 @@ export function renderReport(r: BenchResults): string {
         f(o.postgres.modelSteps.medianMs, 3),
         f(o.ratios.postgresToRawModelSteps),
         f(o.postgres.toolSteps.medianMs, 3),
+        f(o.postgres.cpuMsPerStep),
       ],
       [
         "(d) store-sqlite, synchronous=FULL",
@@ -615,6 +629,7 @@ export function renderReport(r: BenchResults): string {
         f(o.sqlite.modelSteps.medianMs, 3),
         f(o.ratios.sqliteToRawModelSteps),
         f(o.sqlite.toolSteps.medianMs, 3),
+        f(o.sqlite.cpuMsPerStep),
       ],
       [
         "(e) store-sqlite, synchronous=NORMAL",
@@ -627,6 +642,7 @@ export function renderReport(r: BenchResults): string {
         f(o.sqliteNormal.modelSteps.medianMs, 3),
         f(o.ratios.sqliteNormalToRawModelSteps),
         f(o.sqliteNormal.toolSteps.medianMs, 3),
+        f(o.sqliteNormal.cpuMsPerStep),
       ],
     ]),
   );

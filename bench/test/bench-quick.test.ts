@@ -49,6 +49,9 @@ describe("pnpm bench --quick", () => {
         expect(phase.steps).toBe(stepsPerPhase);
         for (const value of [phase.medianMs, phase.p99Ms, phase.meanMs]) expect(value).toBeGreaterThan(0);
         expect(phase.p99Ms).toBeGreaterThanOrEqual(phase.medianMs);
+        // A step costs this process some CPU; no more than its whole wall time on both cores.
+        expect(phase.cpuMsPerStep).toBeGreaterThan(0);
+        expect(phase.cpuMsPerStep).toBeLessThan((2 * phase.wallMs) / phase.steps);
       }
       for (const value of Object.values(r.overhead.ratios)) expect(isFigure(value) && value > 0).toBe(true);
 
@@ -231,7 +234,7 @@ describe("pnpm bench --quick", () => {
       expect(run.stdout).toContain("peers (same PostgreSQL, in turns)");
       expect(run.stdout).toContain("Restate bare ctx.run (from the Restate row)");
 
-      expect(r.targets).toHaveLength(32);
+      expect(r.targets).toHaveLength(33);
       expect(r.targets.filter((t) => t.name.startsWith("store-postgres / DBOS"))).toHaveLength(2);
       expect(r.targets.filter((t) => t.name.startsWith("store-postgres / Restate bare ctx.run"))).toHaveLength(2);
       expect(r.targets.filter((t) => t.name.startsWith("engine-restate"))).toHaveLength(4);
