@@ -213,9 +213,21 @@ function play(actions: readonly Action[], stats: Stats = new Map()): Stats {
     // Offers again and their approvals first: a call approved again starts in the same transition.
     for (const event of t.events) {
       if (event.type === "interrupt_created" && event.data.interrupt.reason !== null) {
-        // Offered again only for a call that a check found not done.
-        const call = t.head.turn?.calls.find((c) => c.toolCallId === event.data.interrupt.toolCallId);
-        expect(call?.reconciled?.found === "not_done" || t.head.turn?.followUp !== null, what).toBe(true);
+        // Offered again only for a call that a check found not done. The head is the batch's last: when
+        // a later input of the batch ended the turn (a cancellation, and a queued message started the
+        // next), the check's finding is in this transition's events.
+        const { turnId, toolCallId } = event.data.interrupt;
+        if (t.head.turn?.turnId === turnId) {
+          const call = t.head.turn.calls.find((c) => c.toolCallId === toolCallId);
+          expect(call?.reconciled?.found === "not_done" || t.head.turn.followUp !== null, what).toBe(true);
+        } else {
+          // (or the turn started in it, as the rerun a person asked for: offered at its start)
+          const found = t.events.find(
+            (e) => e.type === "call_reconciled" && e.data.turnId === turnId && e.data.toolCallId === toolCallId,
+          );
+          const rerun = t.events.some((e) => e.type === "turn_started" && e.data.turnId === turnId);
+          expect((found?.type === "call_reconciled" && found.data.found === "not_done") || rerun, what).toBe(true);
+        }
         offeredAgain.set(
           event.data.interrupt.interruptId,
           `${event.data.interrupt.turnId}/${event.data.interrupt.toolCallId}`,
