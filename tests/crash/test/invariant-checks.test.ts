@@ -298,7 +298,8 @@ describe("the invariant checks", () => {
       dedupeKey: `resolution:${interrupt.interruptId}`,
       entry: { kind: "resolution", interruptId: interrupt.interruptId, approved: true, message: null },
     });
-    const succeeded = run.data.executions.find((e) => e.tool === "non_idempotent_write" && e.result === "ok")!;
+    // A call whose session recorded it succeeded (a cancellation racing a call can record one that returned ok as cancelled).
+    const succeeded = succeededExecution("non_idempotent_write");
     const ranInterrupt = [...run.data.events.get(succeeded.sessionId)!]
       .map((e) => e.data.interrupt as { interruptId: string; toolCallId: string; turnId: string } | undefined)
       .find((i) => i?.toolCallId === succeeded.toolCallId)!;
