@@ -4,7 +4,8 @@
  * cache holds it), only its message and its events, and hands the model the whole history each time.
  */
 import { describe, expect, it } from "vitest";
-import { defineSession, SessionClient, Worker, type HistoryItem, type RunModelInput } from "../src/index.js";
+import { defineSession, SessionClient, Worker, type HistoryItem } from "../src/index.js";
+import type { RunModelInput } from "../src/engine.js";
 import { MemoryStore, ScriptedRunner } from "../src/testing/index.js";
 
 /** What the store handed out, by method: calls, and the items (history, inbox, events) they returned. */
