@@ -158,10 +158,30 @@ export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLeve
   }
 }
 
-/** Seed turns of at most 100 items each (one response with up to 49 calls), adding up to `items`. */
+/** Items of the last seed turn: the measured turn's own size (its message, two calls, their results, the answer). */
+export const LAST_SEED_TURN_ITEMS = 6;
+
+/**
+ * Seed turns adding up to `items` (at least 10, even): turns of at most 100 items each (one response
+ * with up to 49 calls), then a last turn of `LAST_SEED_TURN_ITEMS` (two calls). The measured turn
+ * starts from the head that last turn left, so its first commit loads, parses and rewrites a head of
+ * the same size at every level: a head still holding a 49-call turn is ten times larger (36 KB
+ * against 3.7 KB) and made the per-turn work look like growth with the history.
+ */
 export function seedTurnSizes(items: number): number[] {
+  if (!Number.isInteger(items) || items < LAST_SEED_TURN_ITEMS + 4 || items % 2 !== 0)
+    throw new Error(
+      `a growth level is an even number of history items, at least ${LAST_SEED_TURN_ITEMS + 4} (asked ${items})`,
+    );
   const sizes: number[] = [];
-  for (let left = items; left > 0; left -= Math.min(100, left)) sizes.push(Math.min(100, left));
+  let left = items - LAST_SEED_TURN_ITEMS;
+  while (left > 0) {
+    // Never leave a remainder too short for a seed turn (4 items at least).
+    const size = left > 100 && left - 100 < 4 ? left - 4 : Math.min(100, left);
+    sizes.push(size);
+    left -= size;
+  }
+  sizes.push(LAST_SEED_TURN_ITEMS);
   return sizes;
 }
 

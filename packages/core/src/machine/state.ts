@@ -168,18 +168,26 @@ export function copyData<T>(value: T): T {
   return copy as T;
 }
 
-/** Deep equality of JSON-shaped data (a key set to `undefined` counts as absent, as in JSON). */
+/**
+ * Deep equality of JSON-shaped data (a key set to `undefined` counts as absent, as in JSON). It
+ * allocates nothing: every transition that emits no event compares a whole head
+ * (a drive's recovery compares the head it loaded, which still holds the last turn's calls).
+ */
 export function sameData(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
   if (Array.isArray(a)) {
     const other = b as unknown[];
-    return a.length === other.length && a.every((item, i) => sameData(item, other[i]));
+    if (a.length !== other.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameData(a[i], other[i])) return false;
+    return true;
   }
   const x = a as Record<string, unknown>;
   const y = b as Record<string, unknown>;
-  const keys = new Set([...Object.keys(x), ...Object.keys(y)]);
-  for (const key of keys) if (!sameData(x[key], y[key])) return false;
+  // for-in walks the own keys of JSON data (plain objects) without making a list of them.
+  for (const key in x) if (!sameData(x[key], y[key])) return false;
+  // The keys of y that x lacks: equal only when y holds undefined there too.
+  for (const key in y) if (!Object.hasOwn(x, key) && y[key] !== undefined) return false;
   return true;
 }
