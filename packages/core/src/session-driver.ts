@@ -107,6 +107,8 @@ class SessionDriver {
    * ride with the next one instead of queueing a commit each.
    */
   private pendingDeltas: { readonly events: readonly EventBody[]; readonly signal: AbortSignal }[] = [];
+  /** An events-only commit of the pending deltas is scheduled (after the current macrotask). */
+  private flushScheduled = false;
   /** Set once a commit released the lease (`releaseWhenIdle`): the drive ends. */
   private released = false;
   private lost = false;
@@ -395,7 +397,17 @@ class SessionDriver {
   private async commitEvents(events: EventBody[], signal: AbortSignal): Promise<void> {
     if (this.lost || this.options.signal.aborted || signal.aborted) return;
     this.pendingDeltas.push({ events, signal });
-    if (this.commitsInFlight === 0) this.flushDeltas();
+    // Committed after the current macrotask, not at once: a model step whose last output these
+    // deltas were ends in the same one, and its result's commit takes them (one commit, not two).
+    // A stream that goes on (its next chunk comes from I/O) is committed batch by batch, as before.
+    if (this.commitsInFlight === 0 && !this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        if (this.commitsInFlight === 0 && this.pendingDeltas.length > 0 && !this.lost && !this.released)
+          this.flushDeltas();
+      });
+    }
   }
 
   /** The pending deltas of steps whose signal is not aborted, in the order they were published; the rest is dropped. */
