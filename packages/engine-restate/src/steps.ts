@@ -99,7 +99,8 @@ export class DeltaMailbox {
 /**
  * Sends a model step's text deltas to the drive, one batch at a time, each through the awakeable
  * the drive offers next, without holding the step up: the model call goes on while a batch is on
- * its way, and the step does not wait for the last one when it ends. What was not handed over by
+ * its way, and the step does not wait for the last one when it ends. A batch leaves once the work
+ * of the macrotask that produced it is done, so a step that ends in that macrotask sends none. What was not handed over by
  * then (the batch on its way, and those after it) rides in the step's result, from the index
  * `handed`; the drive writes each event once, by its index (`unwrittenDeltas`).
  */
@@ -119,9 +120,13 @@ export class DeltaSender {
   push(events: readonly EventBody[]): void {
     if (this.stopped || events.length === 0) return;
     this.queued.push(...events);
-    this.loop ??= this.send().finally(() => {
-      this.loop = null;
-    });
+    // Sent once the current macrotask's work is done: a step that ends in it (these were its last
+    // output) sends nothing, and its result carries them.
+    this.loop ??= new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.send())
+      .finally(() => {
+        this.loop = null;
+      });
   }
 
   private async send(): Promise<void> {

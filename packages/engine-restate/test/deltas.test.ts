@@ -102,6 +102,16 @@ describe("a model step's text deltas", () => {
     assert.deepEqual({ from: unsent.from, texts: texts(unsent.events) }, { from: 0, texts: ["x", "y", "z"] });
   });
 
+  it("a step that ends in the macrotask of its last deltas sends no batch: its result has them", async () => {
+    const { mailbox, resolves, sender } = setup();
+    mailbox.offer("a1");
+    sender.push([delta("all "), delta("at once")]);
+    const unsent = sender.stop();
+    await turns();
+    assert.equal(resolves.calls.length, 0);
+    assert.deepEqual({ from: unsent.from, texts: texts(unsent.events) }, { from: 0, texts: ["all ", "at once"] });
+  });
+
   it("a step whose turn was cancelled sends nothing more", async () => {
     const { mailbox, resolves, abort, sender } = setup();
     abort.abort();
