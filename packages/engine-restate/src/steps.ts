@@ -100,9 +100,10 @@ export class DeltaMailbox {
  * Sends a model step's text deltas to the drive, one batch at a time, each through the awakeable
  * the drive offers next, without holding the step up: the model call goes on while a batch is on
  * its way, and the step does not wait for the last one when it ends. A batch leaves once the work
- * of the macrotask that produced it is done, so a step that ends in that macrotask sends none. What was not handed over by
- * then (the batch on its way, and those after it) rides in the step's result, from the index
- * `handed`; the drive writes each event once, by its index (`unwrittenDeltas`).
+ * of the macrotask that produced it is done, so a step that ends in that macrotask sends none.
+ * What was not handed over by then (the batch on its way, and those after it) rides in the step's
+ * result, from the index `handed`; the drive writes each event once, by its index
+ * (`unwrittenDeltas`).
  */
 export class DeltaSender {
   private queued: EventBody[] = [];
