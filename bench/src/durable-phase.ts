@@ -8,7 +8,8 @@ import type { RemoteFollower } from "./remote-follower.js";
 import { StepClock } from "./step-clock.js";
 import { TurnFollower } from "./turn-follower.js";
 import { AGENT_NAME, makeDefinition, stepsPerTurn, turnScript, type WorkloadSize } from "./workload.js";
-import { type PhaseResult, processCpuMs } from "./raw-sdk-phase.js";
+import type { PhaseResult } from "./raw-sdk-phase.js";
+import { ownCpuMs } from "./stats.js";
 
 export interface DurablePhaseResult extends PhaseResult {
   /** From a text chunk's production in a model step to its arrival at the following client. */
@@ -46,7 +47,7 @@ export class DurablePhase {
     const sessionId = `${this.prefix}-s${index}`;
     await waitForIdleWorker(this.worker);
     const started = performance.now();
-    const cpuAtStart = processCpuMs();
+    const cpuAtStart = ownCpuMs();
     await this.client.startSession({ agent: AGENT_NAME, sessionId });
     const follower = new TurnFollower(this.client, sessionId);
     await this.remote?.follow(sessionId);
@@ -72,7 +73,7 @@ export class DurablePhase {
     await waitForIdleWorker(this.worker);
     if (measured) {
       this.wallMs += performance.now() - started;
-      this.cpuMs += processCpuMs() - cpuAtStart;
+      this.cpuMs += ownCpuMs() - cpuAtStart;
     }
   }
 

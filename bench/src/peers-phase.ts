@@ -34,7 +34,7 @@ import { PostgresStore, migrate } from "@durable-agents/store-postgres";
 import { waitForIdleWorker } from "./durable-phase.js";
 import { FloorProbe, type FloorResult, counterDelta, readCounters } from "./postgres-probe.js";
 import { markedScriptedRunner, StepMarks } from "./marked-runner.js";
-import { type Summary, summarize } from "./stats.js";
+import { ownCpuMs, type Summary, summarize } from "./stats.js";
 import { STEP_PAYLOAD_BYTES, payloadText, stepPayloadBytes } from "./step-payloads.js";
 import type { RestateFigures } from "./restate-phase.js";
 import { postgresCpuTicks } from "./throughput-phase.js";
@@ -110,11 +110,6 @@ const STEPS = 5;
 /** History items one timed session turn adds: the message, two calls, their two results, the answer. */
 const SESSION_TURN_ITEMS = 6;
 const SESSION_AGENT = "peers";
-
-const ownCpuMs = () => {
-  const usage = process.cpuUsage();
-  return (usage.user + usage.system) / 1000;
-};
 
 /** CPU ms of the server's processes between two readings (NaN when /proc does not show them). */
 function serverCpuMs(before: Map<number, number> | null, after: Map<number, number> | null): number {

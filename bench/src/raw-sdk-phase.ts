@@ -6,6 +6,7 @@ import { Runner, user, type Agent, type AgentInputItem } from "@openai/agents";
 import { StepClock } from "./step-clock.js";
 import { makeAgent, stepsPerTurn, turnScript, type WorkloadSize } from "./workload.js";
 import { TimedModel } from "./timed-model.js";
+import { ownCpuMs } from "./stats.js";
 
 export interface PhaseResult {
   /** One sample per step. */
@@ -19,12 +20,6 @@ export interface PhaseResult {
    * own CPU is not in it.
    */
   readonly cpuMs: number;
-}
-
-/** This process's CPU time so far, ms. */
-export function processCpuMs(): number {
-  const usage = process.cpuUsage();
-  return (usage.user + usage.system) / 1000;
 }
 
 /** Runs the workload's sessions one at a time (`session(n)`), so phases can take turns. */
@@ -44,7 +39,7 @@ export class RawSdkPhase {
   async session(index: number, measured: boolean): Promise<void> {
     const steps = stepsPerTurn(this.size.toolCalls);
     const started = performance.now();
-    const cpuAtStart = processCpuMs();
+    const cpuAtStart = ownCpuMs();
     let history: AgentInputItem[] = [];
     for (let t = 1; t <= this.size.turns; t++) {
       this.clock.reset();
@@ -65,7 +60,7 @@ export class RawSdkPhase {
     }
     if (measured) {
       this.wallMs += performance.now() - started;
-      this.cpuMs += processCpuMs() - cpuAtStart;
+      this.cpuMs += ownCpuMs() - cpuAtStart;
     }
   }
 

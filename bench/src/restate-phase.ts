@@ -29,7 +29,7 @@ import {
 } from "@durable-agents/engine-restate/testing";
 import * as restate from "@restatedev/restate-sdk";
 import { markedScriptedRunner, StepMarks } from "./marked-runner.js";
-import { type Summary, summarize } from "./stats.js";
+import { ownCpuMs, type Summary, summarize } from "./stats.js";
 
 export interface RestateLevel {
   readonly historyItems: number;
@@ -81,11 +81,6 @@ function processCpuMs(pid: number | null): number {
     return 0;
   }
 }
-
-const ownCpuMs = () => {
-  const usage = process.cpuUsage();
-  return (usage.user + usage.system) / 1000;
-};
 
 export async function runRestatePhase(options: {
   readonly sizes: readonly number[];

@@ -32,3 +32,9 @@ export function percentile(samples: readonly number[], q: number): number {
     q,
   );
 }
+
+/** This process's CPU time so far (user + system), ms. */
+export function ownCpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
