@@ -109,7 +109,7 @@ export class ScriptedRunner implements Runner {
     };
     const decision = decideScriptedResponse(modelInput);
     if (decision.kind === "hang") return hangUntilAborted(input.signal, user.content);
-    const inputTokens = Math.ceil(JSON.stringify(input.history).length / 4) + turnItems.length;
+    const inputTokens = Math.ceil(historyJsonLength(input.history) / 4) + turnItems.length;
     if (decision.kind === "tool_calls") {
       const calls = decision.calls.map((call, index) => ({
         toolCallId: scriptedToolCallId(modelInput, index),
@@ -150,6 +150,29 @@ export class ScriptedRunner implements Runner {
     const output = await spec.execute(args);
     return { status: "succeeded", output: typeof output === "string" ? output : JSON.stringify(output) };
   }
+}
+
+/** Each history item's JSON length, kept per item object: a stored item never changes. */
+const itemJsonLengths = new WeakMap<HistoryItem, number>();
+
+/**
+ * `JSON.stringify(history).length`, without serializing again the items of earlier calls: the
+ * history a worker hands the runner is the same array of the same objects, one step to the next.
+ * The scripted model's token count derives from its whole input, as a real model's does, but its
+ * cost stays out of the per-step figures a benchmark compares (a real model call is not this
+ * process's CPU).
+ */
+export function historyJsonLength(history: readonly HistoryItem[]): number {
+  let length = 2 + Math.max(history.length - 1, 0);
+  for (const item of history) {
+    let itemLength = itemJsonLengths.get(item);
+    if (itemLength === undefined) {
+      itemLength = JSON.stringify(item).length;
+      itemJsonLengths.set(item, itemLength);
+    }
+    length += itemLength;
+  }
+  return length;
 }
 
 function parseArguments(spec: ConformanceTool, text: string): Record<string, unknown> | string {

@@ -1,0 +1,67 @@
+/**
+ * The scripted model's input token count: derived from the whole history, as before, without
+ * serializing again the items a previous call saw.
+ */
+import { describe, expect, it } from "vitest";
+import type { HistoryItem, RunModelInput } from "../src/index.js";
+import { ScriptedRunner } from "../src/testing/index.js";
+import { historyJsonLength } from "../src/testing/scripted-runner.js";
+
+function item(text: string, extra: Record<string, unknown> = {}): HistoryItem {
+  return { kind: "user", item: { role: "user", content: text, ...extra }, display: [] } as unknown as HistoryItem;
+}
+
+function modelInput(history: HistoryItem[], turnStart: number): RunModelInput {
+  return {
+    sessionId: "s",
+    turnId: "t",
+    modelStep: 1,
+    history,
+    turnStart,
+    runState: null,
+    outcomes: [],
+    joined: [],
+    signal: new AbortController().signal,
+    emit: () => {},
+  };
+}
+
+describe("historyJsonLength", () => {
+  it("is the length of the history's JSON, empty, one item, many, grown and copied", () => {
+    const history: HistoryItem[] = [];
+    expect(historyJsonLength(history)).toBe(JSON.stringify(history).length);
+    history.push(item("first"));
+    expect(historyJsonLength(history)).toBe(JSON.stringify(history).length);
+    for (let i = 0; i < 50; i++) history.push(item(`message ${i} ${"x".repeat(i)}`, { n: i, skipped: undefined }));
+    expect(historyJsonLength(history)).toBe(JSON.stringify(history).length);
+    // The same objects again, then more of them: the counted items are not counted wrong.
+    history.push(item('ünïcode ✓ "quoted" \n'));
+    expect(historyJsonLength(history)).toBe(JSON.stringify(history).length);
+    const copies = history.map((h) => structuredClone(h));
+    expect(historyJsonLength(copies)).toBe(JSON.stringify(copies).length);
+    // A different history of the same length gives a different count.
+    const other = history.map((h, i) => (i === 3 ? item("a much longer text than the one it replaces") : h));
+    expect(historyJsonLength(other)).toBe(JSON.stringify(other).length);
+    expect(historyJsonLength(other)).not.toBe(historyJsonLength(history));
+  });
+
+  it("gives the scripted model the same usage for the same input, as the history grows", async () => {
+    const runner = new ScriptedRunner({ tools: [] });
+    const history: HistoryItem[] = [];
+    for (let turn = 0; turn < 5; turn++) {
+      history.push(runner.userItem("message", `hello ${turn} ${"y".repeat(turn * 40)}`));
+      const input = modelInput(history, history.length - 1);
+      const first = await runner.runModel(input);
+      const again = await runner.runModel(
+        modelInput(
+          history.map((h) => structuredClone(h)),
+          history.length - 1,
+        ),
+      );
+      expect(first.usage.inputTokens).toBe(Math.ceil(JSON.stringify(history).length / 4));
+      expect(again.usage).toEqual(first.usage);
+      if (first.kind !== "final") throw new Error("a plain message gets a final answer");
+      history.push(...first.items);
+    }
+  });
+});
