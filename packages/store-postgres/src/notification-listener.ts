@@ -1,4 +1,5 @@
-import type { Notification, Pool, PoolClient } from "pg";
+import pg, { type Notification, type Pool, type PoolClient } from "pg";
+import type { SessionEvent } from "@durable-agents/core";
 import type { StoreNotification } from "@durable-agents/core/engine";
 
 /** The `application_name` of the store's LISTEN connections. */
@@ -6,9 +7,22 @@ export const LISTENER_APPLICATION_NAME = "durable_agents_listener";
 
 type Listener = (notification: StoreNotification) => void;
 
-/** Turns a NOTIFY payload of this store into a notification; null for anything else. */
+/** The batch a commit's notice carries: session, the batch's last seq, its time (as text), its events. */
+interface CarriedBatch {
+  readonly s: string;
+  readonly l: number;
+  readonly a: string;
+  readonly e: readonly { readonly type: string; readonly data: unknown }[];
+}
+
+/**
+ * Turns a NOTIFY payload of this store into a notification; null for anything else. A `batch:`
+ * payload carries the commit's events (see the commit statement), which followers then use instead
+ * of reading them.
+ */
 export function parsePayload(payload: string | undefined): StoreNotification | null {
   if (payload === "work") return { kind: "work" };
+  if (payload?.startsWith("batch:")) return batchNotice(payload);
   const colon = payload?.indexOf(":") ?? -1;
   if (payload === undefined || colon < 0) return null;
   const kind = payload.slice(0, colon);
@@ -16,6 +30,23 @@ export function parsePayload(payload: string | undefined): StoreNotification | n
   if (kind === "inbox" || kind === "events") return { kind, sessionId };
   return null;
 }
+
+function batchNotice(payload: string): StoreNotification | null {
+  let batch: CarriedBatch;
+  try {
+    batch = JSON.parse(payload.slice("batch:".length)) as CarriedBatch;
+  } catch {
+    return null;
+  }
+  if (typeof batch?.s !== "string" || !Number.isInteger(batch.l) || !Array.isArray(batch.e)) return null;
+  // The same conversion as readEvents: the batch row's time through pg's timestamptz parser.
+  const at = (parseTimestamptz(batch.a) as Date).toISOString();
+  let seq = batch.l - batch.e.length;
+  const events = batch.e.map((event) => ({ seq: ++seq, at, type: event.type, data: event.data }) as SessionEvent);
+  return { kind: "events", sessionId: batch.s, events };
+}
+
+const parseTimestamptz = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, "text");
 
 /**
  * One LISTEN connection per store, taken from the application's pool while anyone subscribes.

@@ -23,6 +23,12 @@ export interface StoreSql {
   readonly readEvents: string;
 }
 
+/**
+ * The longest notice that carries its commit's events (PostgreSQL refuses payloads of 8000 bytes
+ * or more); a longer batch's notice names the session only, and followers read the batch.
+ */
+export const MAX_CARRIED_PAYLOAD = 7900;
+
 /** A session has work when its flag says so or the inbox is past its cursor (seqs have no gaps). */
 const ready = "(runnable OR last_inbox_seq > inbox_cursor)";
 const expiresAtMs = "(extract(epoch FROM lease_expires_at) * 1000)::bigint";
@@ -117,8 +123,12 @@ WITH updated AS (
 ), events AS (
   INSERT INTO ${s}.event_batches (session_id, last_seq, events)
   SELECT u.session_id, u.last_event_seq, $9::json FROM updated u WHERE $10::bigint > 0
+), carried AS (
+  SELECT u.session_id, 'batch:' || json_build_object('s', u.session_id, 'l', u.last_event_seq, 'a', now()::text, 'e', $9::json)::text AS payload
+  FROM updated u WHERE $10::bigint > 0
 ), notes AS (
-  SELECT pg_notify('${channel}', 'events:' || u.session_id) FROM updated u WHERE $10::bigint > 0
+  SELECT pg_notify('${channel}', CASE WHEN octet_length(c.payload) <= ${MAX_CARRIED_PAYLOAD} THEN c.payload ELSE 'events:' || c.session_id END)
+  FROM carried c
   UNION ALL
   SELECT pg_notify('${channel}', 'work') FROM updated u WHERE $14::boolean AND u.has_work
 )

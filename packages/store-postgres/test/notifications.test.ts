@@ -112,6 +112,66 @@ describe("subscribe", () => {
     expect(seen).toEqual([]);
   });
 
+  it("carries a commit's events in its notice, as readEvents reads them; a batch too long names the session only", async () => {
+    const writer = db.store();
+    const reader = db.store();
+    const { seen, listener, waitFor } = recorder();
+    reader.subscribe(listener);
+    await reader.listening();
+    const id = newId();
+    await writer.createSession({ head: head(id), events: [created()] });
+    await db.pool.query("UPDATE durable_agents.sessions SET agent = $1 WHERE session_id = $1", [id]);
+    await writer.enqueue(id, { kind: "message", text: "hi", messageId: null }, null);
+    const lease = (await writer.acquireLease({ workerId: "w", ttlMs: 10_000, agents: [id] }))!;
+    await waitFor((n) => n.kind === "events" && n.sessionId === id);
+    const ofSession = (n: StoreNotification) => n.kind === "events" && n.sessionId === id;
+
+    // Two events in one commit, with text that JSON must escape: the notice has both, seqs 2 and 3.
+    const odd = 'quote " backslash \\ newline \n ünïcode ✓';
+    seen.length = 0;
+    await writer.commit({ sessionId: id, fence: lease.fence, expectedVersion: 1, events: [delta(odd), delta("b")] });
+    await waitFor(ofSession);
+    const carried = seen.find(ofSession) as Extract<StoreNotification, { kind: "events" }>;
+    expect(carried.events).toEqual(await writer.readEvents(id, 1));
+    expect(carried.events!.map((e) => e.seq)).toEqual([2, 3]);
+    expect((carried.events![0]!.data as { text: string }).text).toBe(odd);
+
+    // A batch whose notice would pass PostgreSQL's 8000-byte limit: the notice names the session.
+    seen.length = 0;
+    await writer.commit({
+      sessionId: id,
+      fence: lease.fence,
+      expectedVersion: 1,
+      events: [delta("x".repeat(8000))],
+    });
+    await waitFor(ofSession);
+    expect(seen.filter(ofSession)).toEqual([{ kind: "events", sessionId: id }]);
+    expect((await writer.readEvents(id, 3)).map((e) => e.seq)).toEqual([4]);
+
+    // A follower on the reader gets every event either way, in order.
+    const { SessionClient } = await import("@durable-agents/core");
+    const client = new SessionClient({ store: reader, agents: [id] });
+    const abort = new AbortController();
+    const followed: number[] = [];
+    const following = (async () => {
+      for await (const event of client.followEvents(id, { after: 0, signal: abort.signal })) {
+        followed.push(event.seq);
+        if (event.seq === 5) abort.abort();
+      }
+    })();
+    await writer.commit({ sessionId: id, fence: lease.fence, expectedVersion: 1, events: [delta("last")] });
+    await following;
+    expect(followed).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it("ignores a batch notice it cannot read", async () => {
+    const { parsePayload } = await import("../src/notification-listener.js");
+    expect(parsePayload("batch:{not json")).toBeNull();
+    expect(parsePayload('batch:{"s" : 5, "l" : 1, "a" : "x", "e" : []}')).toBeNull();
+    expect(parsePayload('batch:{"s" : "a", "l" : 1.5, "a" : "x", "e" : []}')).toBeNull();
+    expect(parsePayload("events:abc")).toEqual({ kind: "events", sessionId: "abc" });
+  });
+
   it("delivers to every subscriber, and a throwing subscriber does not stop the others", async () => {
     const store = db.store();
     const first = recorder();
