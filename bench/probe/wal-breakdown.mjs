@@ -25,7 +25,11 @@ for (const part of (process.env.TOAST ?? "").split(",").filter(Boolean)) {
 }
 const store = new PostgresStore({ pool, schema: "probe" });
 const marks = new StepMarks();
-const definition = defineSession({ name: "peers", runner: markedScriptedRunner(marks), policies: { look_up: { effect: "read" } } });
+const definition = defineSession({
+  name: "peers",
+  runner: markedScriptedRunner(marks),
+  policies: { look_up: { effect: "read" } },
+});
 const worker = new Worker({ store, sessions: [definition] }).start();
 const client = new SessionClient({ store, agents: ["peers"] });
 const sessions = ["s1", "s2"];
@@ -39,7 +43,10 @@ await waitForIdleWorker(worker);
 if (checkpointArg === "yes") await pool.query("CHECKPOINT");
 const lsn = async () => (await pool.query("SELECT pg_current_wal_lsn() AS l")).rows[0].l;
 const commits = async () =>
-  Number((await pool.query("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")).rows[0].xact_commit);
+  Number(
+    (await pool.query("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")).rows[0]
+      .xact_commit,
+  );
 const from = await lsn();
 const c0 = await commits();
 for (let i = 0; i < turns; i++) for (const id of sessions) await turn(id, `m${i}`);
@@ -57,7 +64,8 @@ const sample = await pool.query(
   "SELECT pg_column_size(s.*) AS row, pg_column_size(head) AS head, octet_length(head::text) AS head_text, pg_column_size(run_state) AS rs, octet_length(run_state) AS rs_text FROM probe.sessions s",
 );
 console.log("session rows:", JSON.stringify(sample.rows));
-if (process.env.SHOW_HEAD) console.log((await pool.query("SELECT head::text AS h FROM probe.sessions LIMIT 1")).rows[0].h);
+if (process.env.SHOW_HEAD)
+  console.log((await pool.query("SELECT head::text AS h FROM probe.sessions LIMIT 1")).rows[0].h);
 const sampleEv = await pool.query(
   "SELECT avg(pg_column_size(events))::int AS stored, avg(octet_length(events::text))::int AS text FROM probe.event_batches",
 );
@@ -67,7 +75,8 @@ await store.close?.();
 await pool.end();
 const waldump = "/usr/lib/postgresql/15/bin/pg_waldump";
 const walDir = `${server.dir}/data/pg_wal`;
-const asPg = (args) => execFileSync("runuser", ["-u", "postgres", "--", waldump, ...args], { maxBuffer: 1 << 30 }).toString();
+const asPg = (args) =>
+  execFileSync("runuser", ["-u", "postgres", "--", waldump, ...args], { maxBuffer: 1 << 30 }).toString();
 const stats = asPg(["-p", walDir, "-s", from, "-e", to, "--stats=record"]);
 const dump = asPg(["-p", walDir, "-s", from, "-e", to]);
 const byRel = new Map();
@@ -84,6 +93,7 @@ for (const line of dump.split("\n")) {
 }
 console.log(`${steps} steps, ${((c1 - c0) / steps).toFixed(2)} commits/step (all, incl. reads), WAL ${from}..${to}`);
 console.log(`WAL per step (records): ${(total / steps).toFixed(0)} B`);
-for (const [k, v] of [...byRel].sort((a, b) => b[1] - a[1])) console.log(`${(v / steps).toFixed(0).padStart(6)} B/step  ${k}`);
+for (const [k, v] of [...byRel].sort((a, b) => b[1] - a[1]))
+  console.log(`${(v / steps).toFixed(0).padStart(6)} B/step  ${k}`);
 console.log(stats);
 await server.stop();
