@@ -9,6 +9,7 @@ import { MemoryStore } from "@durable-agents/store-memory";
 import { migrate, PostgresStore } from "@durable-agents/store-postgres";
 import { startPostgres } from "@durable-agents/store-postgres/testing";
 import pg from "pg";
+import { waitForIdleWorker } from "../dist/durable-phase.js";
 import { markedScriptedRunner, StepMarks } from "../dist/marked-runner.js";
 
 const [turnsArg = "40", topArg = "25"] = process.argv.slice(2);
@@ -45,7 +46,7 @@ async function turn(name, tag) {
   for await (const event of client.followEvents("s", { after, signal: abort.signal }))
     if (event.type === "turn_completed") break;
   abort.abort();
-  await client.waitUntilIdle("s");
+  await waitForIdleWorker(rigs[name].worker);
 }
 for (let i = 0; i < 10; i++) for (const name of Object.keys(rigs)) await turn(name, `w${i}`);
 const session = new Session();

@@ -94,17 +94,13 @@ export class ScriptedRunner implements Runner {
       seen.splice(at, 0, item);
     }
     const steered = seen.flatMap((item) => (item.role === "user" && "content" in item ? [item.content] : []));
-    const earlierUserTexts = input.history
-      .slice(0, input.turnStart)
-      .flatMap((h) =>
-        (h.item as ScriptedItem).role === "user" ? [String((h.item as { content?: string }).content)] : [],
-      );
+    const earlier = earlierNotes(input.history, input.turnStart);
     const modelInput: ScriptedModelInput = {
       userText: user.content,
       toolResponses: seen.filter((item) => "toolCalls" in item).length,
       toolResults: seen.flatMap((item) => (item.role === "tool" ? [{ name: item.name, text: item.content }] : [])),
-      failureNotesSeen: earlierUserTexts.filter((text) => text.startsWith(TURN_FAILURE_NOTE_PREFIX)).length,
-      cancelNotesSeen: earlierUserTexts.filter((text) => text.startsWith(TURN_CANCELLED_NOTE_PREFIX)).length,
+      failureNotesSeen: earlier.failureNotes,
+      cancelNotesSeen: earlier.cancelNotes,
       steered,
     };
     const decision = decideScriptedResponse(modelInput);
@@ -152,8 +148,32 @@ export class ScriptedRunner implements Runner {
   }
 }
 
-/** Each history item's JSON length, kept per item object: a stored item never changes. */
-const itemJsonLengths = new WeakMap<HistoryItem, number>();
+/** What the scripted model reads of a history item: its JSON length and which note it is, if any. */
+interface ItemFacts {
+  readonly jsonLength: number;
+  readonly note: "failure" | "cancel" | null;
+}
+
+/** Each history item's facts, kept per item object: a stored item never changes. */
+const itemFacts = new WeakMap<HistoryItem, ItemFacts>();
+
+function factsOf(item: HistoryItem): ItemFacts {
+  let facts = itemFacts.get(item);
+  if (facts === undefined) {
+    const scripted = item.item as ScriptedItem;
+    const text = scripted.role === "user" ? String((scripted as { content?: unknown }).content) : "";
+    facts = {
+      jsonLength: JSON.stringify(item).length,
+      note: text.startsWith(TURN_FAILURE_NOTE_PREFIX)
+        ? "failure"
+        : text.startsWith(TURN_CANCELLED_NOTE_PREFIX)
+          ? "cancel"
+          : null,
+    };
+    itemFacts.set(item, facts);
+  }
+  return facts;
+}
 
 /**
  * `JSON.stringify(history).length`, without serializing again the items of earlier calls: the
@@ -164,15 +184,20 @@ const itemJsonLengths = new WeakMap<HistoryItem, number>();
  */
 export function historyJsonLength(history: readonly HistoryItem[]): number {
   let length = 2 + Math.max(history.length - 1, 0);
-  for (const item of history) {
-    let itemLength = itemJsonLengths.get(item);
-    if (itemLength === undefined) {
-      itemLength = JSON.stringify(item).length;
-      itemJsonLengths.set(item, itemLength);
-    }
-    length += itemLength;
-  }
+  for (const item of history) length += factsOf(item).jsonLength;
   return length;
+}
+
+/** The turn failure and cancellation notes among the user items before `end`. */
+function earlierNotes(history: readonly HistoryItem[], end: number): { failureNotes: number; cancelNotes: number } {
+  let failureNotes = 0;
+  let cancelNotes = 0;
+  for (let i = 0; i < end && i < history.length; i++) {
+    const note = factsOf(history[i]!).note;
+    if (note === "failure") failureNotes++;
+    else if (note === "cancel") cancelNotes++;
+  }
+  return { failureNotes, cancelNotes };
 }
 
 function parseArguments(spec: ConformanceTool, text: string): Record<string, unknown> | string {
