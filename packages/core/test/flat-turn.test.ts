@@ -117,8 +117,9 @@ describe("a turn at 10 and at 1,000 history items", () => {
       // comes during a drive); what the turn reads does not depend on the history.
       expect(large.counts["readInbox"]?.items).toBe(1);
       expect(small.counts["readInbox"]?.items).toBe(1);
-      expect(large.counts["readEvents"]?.items).toBe(large.events.length);
-      expect(small.counts["readEvents"]?.items).toBe(small.events.length);
+      // The follower reads each event at most once (the store's notices carry most of them).
+      expect(large.counts["readEvents"]?.items ?? 0).toBeLessThanOrEqual(large.events.length);
+      expect(small.counts["readEvents"]?.items ?? 0).toBeLessThanOrEqual(small.events.length);
       expect(large.events).toEqual(small.events);
       // Every model step got the whole stored history with the turn's message (a turn's own items are
       // stored when it ends; until then its run state carries them).

@@ -27,7 +27,9 @@ class CarryingStore extends MemoryStore {
   }
   override subscribe(listener: (n: StoreNotification) => void): () => void {
     return super.subscribe((n) => {
-      if (n.kind !== "events" || this.carry === "none") return listener(n);
+      if (n.kind !== "events") return listener(n);
+      // The memory store's own notices carry their events: "none" takes them away.
+      if (this.carry === "none") return listener({ kind: "events", sessionId: n.sessionId });
       void (async () => {
         const after = this.seen.get(n.sessionId) ?? 0;
         const events = await super.readEvents(n.sessionId, after, 10_000);
@@ -97,6 +99,31 @@ describe("followEvents with notices that carry events", () => {
       const last = seen.at(-1)!.seq;
       expect(seen.map((e) => e.seq)).toEqual(all.filter((e) => e.seq <= last).map((e) => e.seq));
       expect(new Set(seen.map((e) => e.seq)).size).toBe(seen.length);
+    }
+  });
+
+  it("gets the memory store's own notices with the commit's events, as readEvents reads them", async () => {
+    const store = new MemoryStore();
+    const notices: StoreNotification[] = [];
+    store.subscribe((n) => notices.push(n));
+    const runner = new ScriptedRunner({ tools: [] });
+    const worker = new Worker({ store, sessions: [defineSession({ name: "own", runner })], pollIntervalMs: 20 });
+    worker.start();
+    try {
+      const client = new SessionClient({ store });
+      const { sessionId } = await client.startSession({ agent: "own" });
+      await client.sendMessage(sessionId, "say hello");
+      await client.waitUntilIdle(sessionId);
+      const carried = notices.flatMap((n) =>
+        n.kind === "events" && n.sessionId === sessionId && n.events ? n.events : [],
+      );
+      const all = await store.readEvents(sessionId, 0, 10_000);
+      // Every event after the session's creation came with the notice of the commit that wrote it.
+      expect(carried).toEqual(all.slice(1));
+      expect(carried.map((e) => e.seq)).toEqual(all.slice(1).map((e) => e.seq));
+      expect(all.length).toBeGreaterThan(3);
+    } finally {
+      await worker.stop();
     }
   });
 });

@@ -133,8 +133,9 @@ export class MemoryStore implements SessionStore {
       Object.assign(record, pinOf(commit.head));
       for (const item of commit.appendHistory ?? []) record.history.push(JSON.stringify(item));
     }
+    const from = record.events.length;
     this.appendEvents(record, commit.events);
-    if (commit.events.length > 0) this.notify({ kind: "events", sessionId: commit.sessionId });
+    if (commit.events.length > 0) this.notifyEvents(record, from);
     if (commit.release === true) {
       this.release(record);
       return { version: record.version, lastEventSeq: lastSeq(record), released: true };
@@ -300,6 +301,27 @@ export class MemoryStore implements SessionStore {
     for (const event of events) {
       record.events.push({ seq: record.events.length + 1, at, body: JSON.stringify(event) });
     }
+  }
+
+  /**
+   * The `events` notice of a commit, carrying the events it appended (from index `from`), parsed
+   * the first time a subscriber reads them: a follower that keeps up uses them instead of reading.
+   * The process's subscribers share the parsed events, as with a store whose notice arrives over a
+   * connection.
+   */
+  private notifyEvents(record: MemorySessionRecord, from: number): void {
+    const appended = record.events.slice(from);
+    let events: SessionEvent[] | undefined;
+    this.notify({
+      kind: "events",
+      sessionId: record.sessionId,
+      get events(): SessionEvent[] {
+        events ??= appended.map(
+          (event) => ({ ...(JSON.parse(event.body) as EventBody), seq: event.seq, at: event.at }) as SessionEvent,
+        );
+        return events;
+      },
+    });
   }
 
   private notify(notification: StoreNotification): void {
