@@ -176,4 +176,44 @@ END
 $body$;
 `,
   },
+  {
+    version: 5,
+    name: "the pinned lease grant is planned once",
+    sql: (s) => `
+-- The lease grant of a worker that serves pinned definitions (until this migration the store's
+-- statement acquireLeasePinned, unchanged), as a function whose query is planned once per connection.
+-- As a statement, PostgreSQL planned it anew on every call (its generic plan, made for arrays of unknown
+-- length, is estimated dearer than one made for the call's own arrays): about 0.35 ms of server CPU
+-- per grant and per poll that finds no work, against 0.02 ms for the generic plan, which runs as fast.
+CREATE FUNCTION ${s}.acquire_lease_pinned(
+  p_agents text[], p_worker text, p_ttl_ms bigint, p_served text[], p_migrating text[]
+) RETURNS TABLE (
+  session_id text, fence bigint, expires_at bigint, head json, run_state text, version bigint, last_event_seq bigint
+) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $body$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  WITH picked AS (
+    SELECT s.session_id FROM ${s}.sessions s
+    WHERE s.agent = ANY(p_agents) AND (s.runnable OR s.last_inbox_seq > s.inbox_cursor)
+      AND (s.lease_owner IS NULL OR s.lease_expires_at <= now())
+      AND (s.fingerprint = ANY(p_served)
+        OR (s.fingerprint = ANY(p_migrating) AND NOT EXISTS (
+          SELECT 1 FROM ${s}.definition_announcements a
+          WHERE a.agent = s.agent AND a.fingerprint = s.fingerprint AND a.role = 'serves' AND a.expires_at > now())))
+    ORDER BY s.touched_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+  ), granted AS (
+    UPDATE ${s}.sessions t SET lease_owner = p_worker, fence = t.fence + 1,
+      lease_expires_at = date_trunc('milliseconds', now()) + p_ttl_ms * interval '1 millisecond', touched_at = now()
+    FROM picked WHERE t.session_id = picked.session_id
+    RETURNING t.session_id, t.fence, (extract(epoch FROM t.lease_expires_at) * 1000)::bigint AS expires_at,
+      t.head, t.run_state, t.version, t.last_event_seq
+  )
+  SELECT g.session_id, g.fence, g.expires_at, g.head, g.run_state, g.version, g.last_event_seq FROM granted g;
+END
+$body$;
+`,
+  },
 ];

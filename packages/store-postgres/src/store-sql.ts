@@ -45,14 +45,19 @@ export function storeSql(s: string, channel: string): StoreSql {
   return {
     ...sql,
     acquireLeaseWithSession: withSession(sql.acquireLease),
-    acquireLeasePinnedWithSession: withSession(sql.acquireLeasePinned),
+    // $1 agents, $2 worker, $3 ttl ms, $4 served fingerprints ('' for sessions not pinned yet),
+    // $5 fingerprints migrated from (taken only while no live announcement serves them): migration 5's
+    // function, whose query is planned once per connection.
+    acquireLeasePinned: `SELECT session_id, fence, expires_at FROM ${s}.acquire_lease_pinned($1, $2, $3, $4, $5)`,
+    acquireLeasePinnedWithSession: `SELECT session_id, fence, expires_at, head, run_state, version, last_event_seq
+FROM ${s}.acquire_lease_pinned($1, $2, $3, $4, $5)`,
   };
 }
 
 function statements(
   s: string,
   channel: string,
-): Omit<StoreSql, "acquireLeaseWithSession" | "acquireLeasePinnedWithSession"> {
+): Omit<StoreSql, "acquireLeaseWithSession" | "acquireLeasePinned" | "acquireLeasePinnedWithSession"> {
   /** A live announcement of session row `alias`'s definition (in `role`, an SQL literal, when given). */
   const announcedBy = (alias: string, role: string | null) =>
     `SELECT 1 FROM ${s}.definition_announcements a WHERE a.agent = ${alias}.agent AND a.fingerprint = ${alias}.fingerprint${
@@ -173,21 +178,6 @@ WITH picked AS (
 UPDATE ${s}.sessions t SET lease_owner = $2, fence = t.fence + 1, lease_expires_at = ${expiry}, touched_at = now()
 FROM picked WHERE t.session_id = picked.session_id
 RETURNING t.session_id, t.fence, ${expiresAtMs.replace("lease_expires_at", "t.lease_expires_at")} AS expires_at`,
-
-    // $1 agents, $2 worker, $3 ttl ms, $4 served fingerprints ('' for sessions not pinned yet),
-    // $5 fingerprints migrated from (taken only while no live announcement serves them)
-    acquireLeasePinned: `
-WITH picked AS (
-  SELECT session_id FROM ${s}.sessions s
-  WHERE agent = ANY($1::text[]) AND ${ready}
-    AND (lease_owner IS NULL OR lease_expires_at <= now())
-    AND (fingerprint = ANY($4::text[])
-      OR (fingerprint = ANY($5::text[]) AND NOT EXISTS (${announcedBy("s", "'serves'")})))
-  ORDER BY touched_at
-  LIMIT 1
-  FOR UPDATE SKIP LOCKED
-)
-${grant}`,
 
     // $1 agents, $2 worker, $3 ttl ms, $4 fingerprints the caller serves or migrates from
     acquireUnservedLease: `
