@@ -27,7 +27,7 @@ const head = (id) => ({
   definition: { fingerprint: "fp1-x", waiting: null },
 });
 for (let i = 0; i < 50; i++)
-  await store.createSession({ head: head("s" + i), events: [{ type: "session_created", data: { agent: "a" } }] });
+  await store.createSession({ head: head(`s${i}`), events: [{ type: "session_created", data: { agent: "a" } }] });
 await store.enqueue("s7", { kind: "message", text: "hi", messageId: null }, null);
 const sql = storeSql("probe", "da_probe");
 const c = await pool.connect();
@@ -60,7 +60,7 @@ const params = {
   readEvents: ["s7", 0, 1000],
 };
 for (const name of Object.keys(params)) {
-  const n = params[name].length;
+  const _n = params[name].length;
   await c.query(`PREPARE ${name} AS ${sql[name]}`);
 }
 if (process.env.GENERIC) await c.query("SET plan_cache_mode = force_generic_plan");
@@ -84,7 +84,7 @@ for (let round = 0; round < 12; round++)
       console.log(
         name.padEnd(32),
         process.env.FULL && name === process.env.FULL
-          ? "\n" + lines.join("\n")
+          ? `\n${lines.join("\n")}`
           : lines.filter((l) => /Planning Time|Execution Time|^Update/.test(l)).join(" | "),
       );
     await c.query("ROLLBACK");

@@ -75,9 +75,9 @@ async function turn(tag) {
   }
   await waitForIdleWorker(worker);
 }
-for (let i = 0; i < 10; i++) await turn("w" + i);
+for (let i = 0; i < 10; i++) await turn(`w${i}`);
 on = true;
-for (let i = 0; i < 60; i++) await turn("m" + i);
+for (let i = 0; i < 60; i++) await turn(`m${i}`);
 on = false;
 const med = (v) => {
   const s = [...v].sort((a, b) => a - b);

@@ -72,7 +72,8 @@ const agg = {};
 // Blocks of 5 turns per store, in turns, each block its own profile (all of its samples but idle).
 for (let block = 0; block < turns / 5; block++)
   for (const name of Object.keys(rigs)) {
-    const a = (agg[name] ??= { pkg: new Map(), fn: new Map(), cpu: 0, turns: 0 });
+    agg[name] ??= { pkg: new Map(), fn: new Map(), cpu: 0, turns: 0 };
+    const a = agg[name];
     await session.post("Profiler.start");
     const cpu0 = process.cpuUsage();
     for (let i = 0; i < 5; i++) await turn(name, `m${block}-${i}`);
