@@ -452,7 +452,7 @@ function renderRestate(restate: RestateFigures): string {
       ],
       ...rows,
     ]),
-    `Restate ${restate.restateVersion}, SDK ${restate.sdkVersion}: ${restate.levels[0]?.turns ?? 0} turns of each variant per level, in turns; a turn is ${restate.stepsPerTurn} steps (model, tool, model, tool, model); the bare handler's steps return the payload sizes of the session's step results (${restate.levels[0]?.bareStepBytes.join(", ") ?? ""} B)`,
+    `Restate ${restate.restateVersion}, SDK ${restate.sdkVersion}: ${restate.levels[0]?.turns ?? 0} turns of each variant per level after as many warm-up rounds, one session per level, levels and variants in turns; a turn is ${restate.stepsPerTurn} steps (model, tool, model, tool, model); the bare handler's steps return the payload sizes of the session's step results (${restate.levels[0]?.bareStepBytes.join(", ") ?? ""} B)`,
   ].join("\n");
 }
 

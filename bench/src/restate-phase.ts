@@ -2,12 +2,14 @@
  * The Restate row: a session on `@durable-agents/engine-restate` next to a bare Restate handler
  * that runs the same number of `ctx.run` steps with the same payload sizes, both on one private
  * `restate-server` (from the `@restatedev/restate-server` npm package), both served by one HTTP/2
- * endpoint in this process, taking turns turn by turn, at 10, 100 and 1,000 history items.
+ * endpoint in this process, taking turns turn by turn, at 10, 100 and 1,000 history items: one
+ * session per level, all filled first, then warm-up rounds and timed rounds that each run a turn of
+ * both variants at every level, so no level runs on a colder server than another.
  *
  * A step is timed as in the other rows: step i lasts from the end of step i-1 (or from the moment
  * the turn's message is sent) to its own end, and the last step ends when the turn's end is seen:
  * for the session, `turn_completed` reaching a client that follows the session's events
- * (`followEvents`, one follower for the whole level, as a UI keeps one open); for the bare
+ * (`followEvents`, one follower per level's session, as a UI keeps one open); for the bare
  * handler, the ingress answering the request. A step's end is marked
  * in the step itself (the model call's return, the tool body's return; each bare `ctx.run`
  * closure's return), so everything between two steps (the journal's round trips, the state
@@ -217,64 +219,90 @@ export async function runRestatePhase(options: {
     }
 
     const turnText = (tag: string) => `call look_up {"key":"a${tag}"}\nthen\ncall look_up {"key":"b${tag}"}`;
-    const { sessionId } = await client.startSession({ agent: "bench" });
-    let history = 0;
-    const levels: RestateLevel[] = [];
+    /** One session per level, filled before anything is timed; the levels are then timed in turns. */
+    interface Level {
+      readonly size: number;
+      readonly sessionId: string;
+      readonly follower: Follower;
+      readonly payloads: number[];
+      readonly sessionSteps: number[];
+      readonly bareSteps: number[];
+      readonly sessionTurns: number[];
+      readonly outside: number[];
+      readonly bareTurns: number[];
+      readonly journals: { bytes: number; entries: number }[];
+      readonly cpu: { session: { own: number; server: number }; bare: { own: number; server: number } };
+    }
+    const levels: Level[] = [];
     for (const size of options.sizes) {
-      options.log(`Restate: filling the session to ${size} history items`);
+      options.log(`Restate: filling a session to ${size} history items`);
+      const { sessionId } = await client.startSession({ agent: "bench" });
+      let history = 0;
       while (history < size) {
         await client.sendMessage(sessionId, `fill ${history}`);
         await client.waitUntilIdle(sessionId);
         history = (await client.snapshot(sessionId)).messages.length;
       }
       const follower = new Follower(sessionId, (await store.loadSession(sessionId))!.lastEventSeq);
-      // Warm-up turns of both (more before the first level: the server and this process have just
-      // started); the first gives the payload sizes the bare handler returns.
+      // The first turn gives the payload sizes the bare handler returns.
       await sessionTurn(follower, sessionId, turnText(`w${size}`));
-      const payloads = await stepPayloads(sessionId);
-      await bareTurn(`bare-${size}`, payloads);
-      const extraWarmup = size === options.sizes[0] ? options.turns : 0;
-      for (let i = 0; i < extraWarmup; i++) {
-        await sessionTurn(follower, sessionId, turnText(`w${size}-${i}`));
-        await bareTurn(`bare-${size}`, payloads);
-      }
-      options.log(`Restate: ${options.turns} turns of each at ${size} history items, in turns`);
-      const sessionSteps: number[] = [];
-      const bareSteps: number[] = [];
-      const sessionTurns: number[] = [];
-      const outside: number[] = [];
-      const bareTurns: number[] = [];
-      const journals: { bytes: number; entries: number }[] = [];
-      const cpu = { session: { own: 0, server: 0 }, bare: { own: 0, server: 0 } };
-      for (let i = 0; i < options.turns; i++) {
+      levels.push({
+        size,
+        sessionId,
+        follower,
+        payloads: await stepPayloads(sessionId),
+        sessionSteps: [],
+        bareSteps: [],
+        sessionTurns: [],
+        outside: [],
+        bareTurns: [],
+        journals: [],
+        cpu: { session: { own: 0, server: 0 }, bare: { own: 0, server: 0 } },
+      });
+    }
+    // Warm-up rounds, then the timed ones: each round a turn of each variant at each level, so no
+    // level is measured on a colder server or process than another (the filling of the larger
+    // levels is a long warm-up of its own).
+    for (let round = 0; round < 2 * options.turns; round++) {
+      const timed = round >= options.turns;
+      if (round === options.turns)
+        options.log(`Restate: ${options.turns} turns of each variant at each level, levels and variants in turns`);
+      for (const level of levels) {
         let own = ownCpuMs();
         let srv = processCpuMs(server.pid);
-        const s = await sessionTurn(follower, sessionId, turnText(`${size}-${i}`));
-        cpu.session.own += ownCpuMs() - own;
-        cpu.session.server += processCpuMs(server.pid) - srv;
-        sessionSteps.push(...s.steps);
-        sessionTurns.push(s.turnMs);
-        outside.push(s.outsideRunnerMs);
-        journals.push(await journalOf(sessionId));
+        const s = await sessionTurn(level.follower, level.sessionId, turnText(`${level.size}-${round}`));
+        const sessionCpu = { own: ownCpuMs() - own, server: processCpuMs(server.pid) - srv };
+        if (timed) {
+          level.sessionSteps.push(...s.steps);
+          level.sessionTurns.push(s.turnMs);
+          level.outside.push(s.outsideRunnerMs);
+          level.journals.push(await journalOf(level.sessionId));
+          level.cpu.session.own += sessionCpu.own;
+          level.cpu.session.server += sessionCpu.server;
+        }
         own = ownCpuMs();
         srv = processCpuMs(server.pid);
-        const b = await bareTurn(`bare-${size}`, payloads);
-        cpu.bare.own += ownCpuMs() - own;
-        cpu.bare.server += processCpuMs(server.pid) - srv;
-        bareSteps.push(...b.steps);
-        bareTurns.push(b.turnMs);
+        const b = await bareTurn(`bare-${level.size}`, level.payloads);
+        if (timed) {
+          level.cpu.bare.own += ownCpuMs() - own;
+          level.cpu.bare.server += processCpuMs(server.pid) - srv;
+          level.bareSteps.push(...b.steps);
+          level.bareTurns.push(b.turnMs);
+        }
       }
-      await follower.stop();
-      history = (await client.snapshot(sessionId)).messages.length;
-      const session = summarize(sessionSteps);
-      const bareSummary = summarize(bareSteps);
-      const sessionTurnMs = summarize(sessionTurns).median;
-      const bareTurnMs = summarize(bareTurns).median;
+    }
+    const results: RestateLevel[] = [];
+    for (const level of levels) {
+      await level.follower.stop();
+      const session = summarize(level.sessionSteps);
+      const bareSummary = summarize(level.bareSteps);
+      const sessionTurnMs = summarize(level.sessionTurns).median;
+      const bareTurnMs = summarize(level.bareTurns).median;
       const perStep = (ms: number) => ms / (options.turns * STEPS);
       const positions = (steps: readonly number[]) =>
         Array.from({ length: STEPS }, (_, i) => summarize(steps.filter((_, j) => j % STEPS === i)).median);
-      levels.push({
-        historyItems: size,
+      results.push({
+        historyItems: level.size,
         turns: options.turns,
         session,
         bare: bareSummary,
@@ -282,13 +310,13 @@ export async function runRestatePhase(options: {
         sessionTurnMs,
         bareTurnMs,
         turnRatio: sessionTurnMs / bareTurnMs,
-        byPosition: { session: positions(sessionSteps), bare: positions(bareSteps) },
-        outsideRunnerMsPerStep: summarize(outside).median,
-        journalBytesPerStep: summarize(journals.map((j) => j.bytes)).median / STEPS,
-        journalEntriesPerTurn: summarize(journals.map((j) => j.entries)).median,
-        bareStepBytes: payloads,
-        sessionCpuMsPerStep: { endpoint: perStep(cpu.session.own), server: perStep(cpu.session.server) },
-        bareCpuMsPerStep: { endpoint: perStep(cpu.bare.own), server: perStep(cpu.bare.server) },
+        byPosition: { session: positions(level.sessionSteps), bare: positions(level.bareSteps) },
+        outsideRunnerMsPerStep: summarize(level.outside).median,
+        journalBytesPerStep: summarize(level.journals.map((j) => j.bytes)).median / STEPS,
+        journalEntriesPerTurn: summarize(level.journals.map((j) => j.entries)).median,
+        bareStepBytes: level.payloads,
+        sessionCpuMsPerStep: { endpoint: perStep(level.cpu.session.own), server: perStep(level.cpu.session.server) },
+        bareCpuMsPerStep: { endpoint: perStep(level.cpu.bare.own), server: perStep(level.cpu.bare.server) },
       });
     }
     const version = (await (await fetch(`${server.adminUrl}/version`)).json()) as { version?: string };
@@ -297,7 +325,7 @@ export async function runRestatePhase(options: {
       restateVersion: version.version ?? "unknown",
       sdkVersion: sdkVersion(),
       stepsPerTurn: STEPS,
-      levels,
+      levels: results,
     };
   } finally {
     await new Promise<void>((resolve) => endpoint.close(() => resolve()));
