@@ -1,6 +1,7 @@
 /**
  * Growth: the workload's turn run on sessions whose history already holds 10, 100 or 1,000 items,
- * one session at a time, with the time of each step and the bytes written per step.
+ * one session at a time, the levels in turns, with the time of each step and the bytes written per
+ * step.
  */
 import { SessionClient, Worker, type Runner, type SessionDefinition, type SessionStore } from "@durable-agents/core";
 import { waitForIdleWorker } from "./durable-phase.js";
@@ -80,14 +81,27 @@ export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLeve
   const steps = stepsPerTurn(toolCalls);
   const levels: GrowthLevel[] = [];
   try {
+    // Every level's sessions are seeded first (not measured), each level with one session more for
+    // a warm-up round; then the levels are measured in turns, one session of each level per round, so
+    // no level runs on a colder process, a smaller heap or a quieter machine than another.
+    clock.enabled = false;
+    interface Level {
+      readonly items: number;
+      readonly ids: string[];
+      /** The measured turn's number, and its ID. */
+      readonly turnNumber: number;
+      readonly measuredTurn: string;
+      readonly stepMs: number[];
+      bytes: number;
+      writes: number;
+      outsideMs: number;
+      readonly parts: Record<string, number>;
+    }
+    const followers = new Map<string, TurnFollower>();
+    const seeded: Level[] = [];
     for (const items of options.levels) {
-      // Seed every session of the level at once (not measured), then measure them one by one. The
-      // first level has one more session, run first to warm up; it is not measured.
-      clock.enabled = false;
-      const extra = items === options.levels[0] ? 1 : 0;
-      const ids = Array.from({ length: options.sessionsPerLevel + extra }, (_, s) => `${prefix}-h${items}-s${s}`);
+      const ids = Array.from({ length: options.sessionsPerLevel + 1 }, (_, s) => `${prefix}-h${items}-s${s}`);
       const seedTurns = seedTurnSizes(items);
-      const followers = new Map<string, TurnFollower>();
       for (const sessionId of ids) {
         await client.startSession({
           agent: AGENT_NAME,
@@ -99,50 +113,63 @@ export async function runGrowthPhase(options: GrowthOptions): Promise<GrowthLeve
         followers.set(sessionId, new TurnFollower(client, sessionId));
       }
       await Promise.all(ids.map((id) => followers.get(id)!.turnEnd(`turn-${seedTurns.length}`, 300_000)));
-      await waitForIdleWorker(worker);
-      const measuredTurn = `turn-${seedTurns.length + 1}`;
-      clock.enabled = true;
-      const stepMs: number[] = [];
-      let bytes = 0;
-      let writes = 0;
-      let outsideMs = 0;
-      const parts: Record<string, number> = {};
-      for (const [index, sessionId] of ids.entries()) {
+      seeded.push({
+        items,
+        ids,
+        turnNumber: seedTurns.length + 1,
+        measuredTurn: `turn-${seedTurns.length + 1}`,
+        stepMs: [],
+        bytes: 0,
+        writes: 0,
+        outsideMs: 0,
+        parts: {},
+      });
+    }
+    await waitForIdleWorker(worker);
+    clock.enabled = true;
+    for (let round = 0; round <= options.sessionsPerLevel; round++) {
+      // Round 0 warms up: its turns are not measured.
+      const measured = round > 0;
+      for (const level of seeded) {
+        const sessionId = level.ids[round]!;
         const stored = await store.loadSession(sessionId);
-        if (stored?.head.historyLength !== items) {
-          throw new Error(`session ${sessionId} has ${stored?.head.historyLength} history items, not ${items}`);
+        if (stored?.head.historyLength !== level.items) {
+          throw new Error(`session ${sessionId} has ${stored?.head.historyLength} history items, not ${level.items}`);
         }
-        const measured = index >= extra;
         clock.reset();
         await meter.start(sessionId);
         inRunner.ms = 0;
         const start = performance.now();
-        await client.sendMessage(sessionId, turnScript(sessionId, seedTurns.length + 1, toolCalls));
-        const end = await followers.get(sessionId)!.turnEnd(measuredTurn);
+        await client.sendMessage(sessionId, turnScript(sessionId, level.turnNumber, toolCalls));
+        const end = await followers.get(sessionId)!.turnEnd(level.measuredTurn);
         const runnerMs = inRunner.ms;
         await waitForIdleWorker(worker);
         const written = await meter.stop(sessionId);
         const times = clock.stepTimes(start, end, steps);
         if (measured) {
-          stepMs.push(...times);
-          outsideMs += end - start - runnerMs;
-          bytes += written.bytes;
-          writes += written.writes;
-          for (const [part, value] of Object.entries(written.parts ?? {})) parts[part] = (parts[part] ?? 0) + value;
+          level.stepMs.push(...times);
+          level.outsideMs += end - start - runnerMs;
+          level.bytes += written.bytes;
+          level.writes += written.writes;
+          for (const [part, value] of Object.entries(written.parts ?? {}))
+            level.parts[part] = (level.parts[part] ?? 0) + value;
         }
       }
-      await Promise.all([...followers.values()].map((f) => f.stop()));
+    }
+    await Promise.all([...followers.values()].map((f) => f.stop()));
+    for (const level of seeded) {
+      const { stepMs, parts } = level;
       const summary = summarize(stepMs);
       levels.push({
-        historyItems: items,
+        historyItems: level.items,
         sessions: options.sessionsPerLevel,
         steps: stepMs.length,
         medianMs: summary.median,
         p99Ms: summary.p99,
         meanMs: summary.mean,
-        bytesPerStep: bytes / stepMs.length,
-        outsideRunnerMs: outsideMs / stepMs.length,
-        writesPerStep: writes / stepMs.length,
+        bytesPerStep: level.bytes / stepMs.length,
+        outsideRunnerMs: level.outsideMs / stepMs.length,
+        writesPerStep: level.writes / stepMs.length,
         ...(Object.keys(parts).length > 0
           ? {
               bytesPerStepByPart: Object.fromEntries(
