@@ -75,6 +75,14 @@ const SYNC_BUSY_MS = 0;
  * `node:sqlite`. Worker processes on one machine may share the file; leases fence them as on any
  * store. Each write is one transaction; the history and the events are appended, never rewritten.
  */
+/** An event as its row holds it: the data as JSON text. */
+interface StoredEventRow {
+  readonly seq: number;
+  readonly at: string;
+  readonly type: string;
+  readonly data: string;
+}
+
 export class SqliteStore implements SessionStore {
   /** The store file's absolute path. */
   readonly path: string;
@@ -204,7 +212,7 @@ export class SqliteStore implements SessionStore {
           this.statements.insertHistory.run(commit.sessionId, row.history_length + i, JSON.stringify(item));
         }
       }
-      this.insertEvents(commit.sessionId, row.last_event_seq, events, now);
+      const appended = this.insertEvents(commit.sessionId, row.last_event_seq, events, now);
       // The lease goes in the same transaction, after the write (Commit.release).
       let hasWork = false;
       let leaseExpiresAt: number | null = null;
@@ -223,9 +231,10 @@ export class SqliteStore implements SessionStore {
         lastEventSeq: row.last_event_seq + events.length,
         hasWork,
         leaseExpiresAt,
+        appended,
       };
     });
-    if (events.length > 0) this.notify({ kind: "events", sessionId: commit.sessionId });
+    if (events.length > 0) this.notifyEvents(commit.sessionId, result.appended);
     if (result.hasWork) this.notify({ kind: "work" });
     const done = { version: result.version, lastEventSeq: result.lastEventSeq };
     if (commit.release === true) return { ...done, released: true };
@@ -389,11 +398,41 @@ export class SqliteStore implements SessionStore {
     this.db.close();
   }
 
-  private insertEvents(sessionId: string, lastSeq: number, events: readonly EventBody[], now: number): void {
+  /** Appends the events after `lastSeq`; answers them as stored (their data as JSON text). */
+  private insertEvents(
+    sessionId: string,
+    lastSeq: number,
+    events: readonly EventBody[],
+    now: number,
+  ): StoredEventRow[] {
     const at = new Date(now).toISOString();
+    const rows: StoredEventRow[] = [];
     for (const [i, event] of events.entries()) {
-      this.statements.insertEvent.run(sessionId, lastSeq + i + 1, at, event.type, JSON.stringify(event.data));
+      const row = { seq: lastSeq + i + 1, at, type: event.type, data: JSON.stringify(event.data) };
+      this.statements.insertEvent.run(sessionId, row.seq, at, row.type, row.data);
+      rows.push(row);
     }
+    return rows;
+  }
+
+  /**
+   * The `events` notice of a write, carrying the events it appended, read as `readEvents` reads them
+   * the first time a subscriber asks (shared by the process's subscribers): a follower in this
+   * process that keeps up uses them instead of reading. Other processes learn of writes from the
+   * file's watch, which carries none.
+   */
+  private notifyEvents(sessionId: string, rows: readonly StoredEventRow[]): void {
+    let events: SessionEvent[] | undefined;
+    this.notify({
+      kind: "events",
+      sessionId,
+      get events(): SessionEvent[] {
+        events ??= rows.map(
+          (row) => ({ seq: row.seq, at: row.at, type: row.type, data: JSON.parse(row.data) }) as SessionEvent,
+        );
+        return events;
+      },
+    });
   }
 
   /**
