@@ -1,0 +1,33 @@
+// A/B probe of the peers row: runs bench/dist/peers-phase.js of the repo given as argv[2] (its own
+// builds of the packages) on a private PostgreSQL, levels from LEVELS (default 10,1000), ROUNDS rounds.
+// usage: node probe/peers-ab.mjs <repo> <tag>   (e.g. a git worktree of an older commit, built, next to this one, in turns)
+import { pathToFileURL } from "node:url";
+const [repo, tag] = process.argv.slice(2);
+const levels = (process.env.LEVELS ?? "10,1000").split(",").map(Number);
+const rounds = Number(process.env.ROUNDS ?? 20);
+const { runPeersPhase } = await import(pathToFileURL(`${repo}/bench/dist/peers-phase.js`).href);
+const { startPostgres } = await import(pathToFileURL(`${repo}/packages/store-postgres/dist/testing/index.js`).href);
+const { createRequire } = await import("node:module");
+const pg = createRequire(`${repo}/bench/package.json`)("pg");
+const server = await startPostgres({ fsync: true });
+const pool = new pg.Pool({ connectionString: server.connectionString, max: 10 });
+pool.on("error", () => {});
+const f = await runPeersPhase({
+  url: server.connectionString,
+  pool,
+  levels,
+  rounds,
+  warmupRounds: 10,
+  floorWritesPerRound: 10,
+  log: () => {},
+});
+for (const r of f.ratios) {
+  const p = f.postgres.levels.find((l) => l.historyItems === r.historyItems);
+  const d = f.dbos.levels.find((l) => l.historyItems === r.historyItems);
+  console.log(
+    `${tag} items ${r.historyItems}: pg ${p.step.median.toFixed(3)} dbos ${d.step.median.toFixed(3)} ratio ${(p.step.median / d.step.median).toFixed(2)} | pg txn ${p.writeTransactionsPerStep.toFixed(2)} wal ${p.walBytesPerStep.toFixed(0)} cpu ${p.cpuMsPerStep.process.toFixed(2)}+${p.cpuMsPerStep.postgres.toFixed(2)} outside ${p.outsideRunnerMsPerStep?.toFixed(3)} | dbos cpu ${d.cpuMsPerStep.process.toFixed(2)}+${d.cpuMsPerStep.postgres.toFixed(2)}`,
+  );
+}
+await pool.end();
+await server.stop();
+process.exit(0);
