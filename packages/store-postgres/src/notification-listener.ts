@@ -39,8 +39,12 @@ function batchNotice(payload: string): StoreNotification | null {
     return null;
   }
   if (typeof batch?.s !== "string" || !Number.isInteger(batch.l) || !Array.isArray(batch.e)) return null;
-  // The same conversion as readEvents: the batch row's time through pg's timestamptz parser.
-  const at = (parseTimestamptz(batch.a) as Date).toISOString();
+  // The batch row's time, written in UTC in PostgreSQL's ISO form whatever the writer's DateStyle and
+  // TimeZone, read through pg's timestamptz parser as readEvents reads the column; a time it cannot
+  // read makes the notice name the session only (the follower reads).
+  const time = typeof batch.a === "string" ? (parseTimestamptz(batch.a) as unknown) : null;
+  if (!(time instanceof Date) || Number.isNaN(time.getTime())) return { kind: "events", sessionId: batch.s };
+  const at = time.toISOString();
   let seq = batch.l - batch.e.length;
   const events = batch.e.map((event) => ({ seq: ++seq, at, type: event.type, data: event.data }) as SessionEvent);
   return { kind: "events", sessionId: batch.s, events };

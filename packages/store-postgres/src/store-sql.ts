@@ -129,7 +129,7 @@ WITH updated AS (
   INSERT INTO ${s}.event_batches (session_id, last_seq, events)
   SELECT u.session_id, u.last_event_seq, $9::json FROM updated u WHERE $10::bigint > 0
 ), carried AS (
-  SELECT u.session_id, 'batch:' || json_build_object('s', u.session_id, 'l', u.last_event_seq, 'a', now()::text, 'e', $9::json)::text AS payload
+  SELECT u.session_id, 'batch:' || json_build_object('s', u.session_id, 'l', u.last_event_seq, 'a', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00', 'e', $9::json)::text AS payload
   FROM updated u WHERE $10::bigint > 0
 ), notes AS (
   SELECT pg_notify('${channel}', CASE WHEN octet_length(c.payload) <= ${MAX_CARRIED_PAYLOAD} THEN c.payload ELSE 'events:' || c.session_id END)

@@ -148,6 +148,21 @@ describe("subscribe", () => {
     expect(seen.filter(ofSession)).toEqual([{ kind: "events", sessionId: id }]);
     expect((await writer.readEvents(id, 3)).map((e) => e.seq)).toEqual([4]);
 
+    // A writer whose connection has another DateStyle and TimeZone: the carried time is the same.
+    const otherPool = new pg.Pool({ connectionString: db.pool.options.connectionString as string, max: 3 });
+    otherPool.on("connect", (c) => void c.query("SET DateStyle = 'German'; SET TimeZone = 'Asia/Kolkata'"));
+    const oddWriter = new PostgresStore({ pool: otherPool, schema: "durable_agents" });
+    try {
+      seen.length = 0;
+      await oddWriter.commit({ sessionId: id, fence: lease.fence, expectedVersion: 1, events: [delta("tz")] });
+      await waitFor(ofSession);
+      const fromOdd = seen.find(ofSession) as Extract<StoreNotification, { kind: "events" }>;
+      expect(fromOdd.events).toEqual(await writer.readEvents(id, 4));
+    } finally {
+      await oddWriter.close();
+      await otherPool.end();
+    }
+
     // A follower on the reader gets every event either way, in order.
     const { SessionClient } = await import("@durable-agents/core");
     const client = new SessionClient({ store: reader, agents: [id] });
@@ -156,12 +171,12 @@ describe("subscribe", () => {
     const following = (async () => {
       for await (const event of client.followEvents(id, { after: 0, signal: abort.signal })) {
         followed.push(event.seq);
-        if (event.seq === 5) abort.abort();
+        if (event.seq === 6) abort.abort();
       }
     })();
     await writer.commit({ sessionId: id, fence: lease.fence, expectedVersion: 1, events: [delta("last")] });
     await following;
-    expect(followed).toEqual([1, 2, 3, 4, 5]);
+    expect(followed).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
   it("ignores a batch notice it cannot read", async () => {
@@ -170,6 +185,20 @@ describe("subscribe", () => {
     expect(parsePayload('batch:{"s" : 5, "l" : 1, "a" : "x", "e" : []}')).toBeNull();
     expect(parsePayload('batch:{"s" : "a", "l" : 1.5, "a" : "x", "e" : []}')).toBeNull();
     expect(parsePayload("events:abc")).toEqual({ kind: "events", sessionId: "abc" });
+    // A time it cannot read: the notice names the session, and the follower reads.
+    expect(parsePayload('batch:{"s" : "a", "l" : 1, "a" : "01.12.2026 22:07:58 UTC", "e" : []}')).toEqual({
+      kind: "events",
+      sessionId: "a",
+    });
+    expect(
+      parsePayload(
+        'batch:{"s" : "a", "l" : 2, "a" : "2026-12-01 22:07:58.291+00", "e" : [{"type" : "x", "data" : 1}]}',
+      ),
+    ).toEqual({
+      kind: "events",
+      sessionId: "a",
+      events: [{ seq: 2, at: "2026-12-01T22:07:58.291Z", type: "x", data: 1 }],
+    });
   });
 
   it("delivers to every subscriber, and a throwing subscriber does not stop the others", async () => {
