@@ -3,7 +3,8 @@
  * serializing again the items a previous call saw.
  */
 import { describe, expect, it } from "vitest";
-import type { HistoryItem, RunModelInput } from "../src/index.js";
+import type { RunModelInput } from "../src/engine.js";
+import type { HistoryItem } from "../src/index.js";
 import { ScriptedRunner } from "../src/testing/index.js";
 import { historyJsonLength } from "../src/testing/scripted-runner.js";
 
