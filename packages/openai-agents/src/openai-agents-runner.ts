@@ -383,7 +383,7 @@ export class OpenAIAgentsRunner implements Runner {
         });
       }
       const encoded = encodeRunState(result.state, history, this.#compact, known);
-      this.#keepLive(encoded.runState, { state: result.state, prefix: encoded.prefix });
+      this.#keepLive(encoded.runState, { state: result.state, prefix: encoded.prefix }, encoded.sessionInputSaved);
       return { kind: "tool_calls", calls, runState: encoded.runState, usage };
     }
 
@@ -471,8 +471,13 @@ export class OpenAIAgentsRunner implements Runner {
     return historyHolds(history, live.prefix.history, live.prefix.p) ? live : undefined;
   }
 
-  #keepLive(runState: string, live: LiveRunState): void {
+  #keepLive(runState: string, live: LiveRunState, sessionInputSaved: boolean): void {
     if (this.#liveLimit === 0) return;
+    // The SDK's snapshot of the turn's input for session persistence (the whole history, normalized)
+    // is left out of the saved string unless a blocked output needs it, so a decoded state has none.
+    // The live state drops it too: a resume then does what it does on a decoded state (the adapter
+    // passes the SDK no session, so nothing reads it) instead of cloning the history twice.
+    if (!sessionInputSaved) live.state._currentTurnSessionHistoryTransactionInputItems = undefined;
     // An equal string saved before (another session, a repeated step) serializes the same state.
     this.#live.delete(runState);
     this.#live.set(runState, live);

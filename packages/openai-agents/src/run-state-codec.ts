@@ -88,6 +88,9 @@ function hashItems(items: readonly unknown[]): string {
 
 const EMPTY_HASH = hashItems([]);
 
+/** The key of the SDK state's snapshot of the turn's session input, as its JSON writes it. */
+const SESSION_INPUT_KEY = '"currentTurnSessionInputItems":';
+
 /** True when `a[i] === b[i]` for every `i < n` (both at least `n` long). */
 function sameObjects(a: readonly unknown[], b: readonly unknown[], n: number): boolean {
   if (a.length < n || b.length < n) return false;
@@ -106,6 +109,11 @@ export interface EncodedRunState {
   readonly runState: string;
   /** The history part of the state, for its next save (object identities). */
   readonly prefix: HistoryPrefix;
+  /**
+   * Whether the SDK wrote its snapshot of the turn's session input (`currentTurnSessionInputItems`)
+   * into the state: only then does a state decoded from `runState` hold one.
+   */
+  readonly sessionInputSaved: boolean;
 }
 
 /**
@@ -158,7 +166,7 @@ export function encodeRunState(
       ? { z: gzipSync(sdkState, { level: 1 }).toString("base64") }
       : { s: JSON.parse(sdkState) as Record<string, unknown> }),
   };
-  return { runState: JSON.stringify(envelope), prefix };
+  return { runState: JSON.stringify(envelope), prefix, sessionInputSaved: sdkState.includes(SESSION_INPUT_KEY) };
 }
 
 export interface DecodedRunState {

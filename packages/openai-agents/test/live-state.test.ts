@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { RunState, type ModelRequest, type StreamEvent } from "@openai/agents";
+import { RunState, Runner as SdkRunner, type ModelRequest, type StreamEvent } from "@openai/agents";
 import { ConfigurationError, type HistoryItem, type Runner } from "@durable-agents/core";
 import type { RecordedOutcome, RunModelInput, RunModelResult } from "@durable-agents/core/engine";
 import { ScriptedModel } from "../src/testing/index.js";
@@ -101,6 +101,45 @@ describe("live run states between the steps of a turn", () => {
     expect(last.kind === "final" && last.text).toBe(
       "Results: look_up -> order 1 is shipped | look_up -> order 2 is shipped | look_up -> order 3 is shipped",
     );
+  });
+
+  it("a live state resumes without the SDK's snapshot of the session input, as a decoded state does", async () => {
+    // What each SDK run got: for a resumed one, the snapshot its state held when the run started.
+    const original = SdkRunner.prototype.run;
+    const seen: { resumed: boolean; snapshot: unknown; result: unknown }[] = [];
+    vi.spyOn(SdkRunner.prototype, "run").mockImplementation(async function (this: SdkRunner, ...args: unknown[]) {
+      const input = args[1];
+      const entry = {
+        resumed: input instanceof RunState,
+        snapshot: input instanceof RunState ? input._currentTurnSessionHistoryTransactionInputItems : undefined,
+        result: undefined as unknown,
+      };
+      seen.push(entry);
+      entry.result = await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+      return entry.result as never;
+    });
+    const snapshots: unknown[][] = [];
+    for (const liveRunStates of [undefined, 0]) {
+      const { runner } = setup(liveRunStates);
+      const { history: items, turnStart } = await history(runner);
+      seen.length = 0;
+      let result = await runner.runModel(step(items, turnStart, null, []));
+      if (liveRunStates === 0) {
+        // The SDK takes a snapshot of the whole input in a run (the saved string leaves it out).
+        const first = (seen[0]!.result as { state: RunState<any, any> }).state;
+        expect(first._currentTurnSessionHistoryTransactionInputItems?.length).toBe(turnStart + 1);
+      }
+      while (result.kind === "tool_calls") {
+        result = await runner.runModel(step(items, turnStart, result.runState, await outcomesOf(runner, result)));
+      }
+      expect(result.kind).toBe("final");
+      expect(seen.map((s) => s.resumed)).toEqual([false, true, true]);
+      snapshots.push(seen.filter((s) => s.resumed).map((s) => s.snapshot));
+    }
+    expect(snapshots).toEqual([
+      [undefined, undefined],
+      [undefined, undefined],
+    ]);
   });
 
   it("a step retried after a model failure decodes its state again and gets the answer of a fresh runner", async () => {
