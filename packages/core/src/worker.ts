@@ -11,7 +11,7 @@ import { HistoryCache } from "./history-cache.js";
 import { driveSession, type DriveEnd } from "./session-driver.js";
 import type { AnnouncedDefinition, Lease, SessionStore, StoredSession } from "./store.js";
 import type { SessionHead } from "./schemas.js";
-import { loadStoredSession, parseStoredSession } from "./stored-session.js";
+import { HeadCache } from "./stored-session.js";
 
 export interface WorkerOptions {
   readonly store: SessionStore;
@@ -81,6 +81,7 @@ export class Worker {
   private readonly pollIntervalMs: number;
   private readonly held = new Map<string, Held>();
   private readonly historyCache = new HistoryCache();
+  private readonly headCache = new HeadCache();
   private loop: Promise<void> | null = null;
   private stopping = false;
   private dead = false;
@@ -286,9 +287,10 @@ export class Worker {
     const entry: Held = { lease, controller, done: Promise.resolve() };
     const renew = setInterval(() => void this.renew(entry), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
     const drive = async (): Promise<DriveEnd> => {
+      // A head this worker committed and the store answers unchanged is not parsed again.
       const stored = session
-        ? parseStoredSession(session, lease.sessionId, "acquireLeaseWithSession")
-        : await loadStoredSession(this.store, lease.sessionId);
+        ? this.headCache.parse(session, lease.sessionId, "acquireLeaseWithSession")
+        : await this.headCache.load(this.store, lease.sessionId);
       const plan = stored ? this.planFor(stored.head) : null;
       if (!stored || !plan) return "missing";
       return driveSession({
@@ -308,6 +310,7 @@ export class Worker {
         stopping: () => this.stopping,
         pollIntervalMs: this.pollIntervalMs,
         historyCache: this.historyCache,
+        headCache: this.headCache,
         ...(this.options.coalescing ? { coalescing: this.options.coalescing } : {}),
       });
     };
