@@ -105,6 +105,26 @@ export function historyHolds(history: readonly HistoryItem[], items: readonly un
   return true;
 }
 
+/**
+ * `state.toString()`. Its validation looks for each tool output's call by trying the candidates in
+ * turn, and every candidate that is not the call throws (and catches) an error of its own: errors
+ * that nobody sees, each capturing a stack trace. They are made without one (`toString` is
+ * synchronous, so nothing else runs meanwhile); an error that does escape is made again with its
+ * stack, by serializing once more with stack traces on.
+ */
+function serialize(state: RunState<any, any>): string {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return state.toString();
+  } catch {
+    Error.stackTraceLimit = limit;
+    return state.toString();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 export interface EncodedRunState {
   readonly runState: string;
   /** The history part of the state, for its next save (object identities). */
@@ -150,12 +170,12 @@ export function encodeRunState(
     // The SDK serializes (and validates) only the rest; its state is left as it was.
     state._originalInput = (original as AgentInputItem[]).slice(prefix.p);
     try {
-      sdkState = state.toString();
+      sdkState = serialize(state);
     } finally {
       state._originalInput = original;
     }
   } else {
-    sdkState = state.toString();
+    sdkState = serialize(state);
   }
   const envelope: Envelope = {
     format: FORMAT,

@@ -212,6 +212,40 @@ describe("live run states between the steps of a turn", () => {
     for (let i = 2; i < sizes.length; i++) expect(Math.abs(sizes[i]! - sizes[i % 2]!)).toBeLessThan(16);
   });
 
+  it("serializes the SDK state without stack traces for the errors its validation catches, and restores the limit", async () => {
+    const limits: number[] = [];
+    const toString = RunState.prototype.toString;
+    vi.spyOn(RunState.prototype, "toString").mockImplementation(function (this: RunState<any, any>) {
+      limits.push(Error.stackTraceLimit);
+      return toString.call(this);
+    });
+    const before = Error.stackTraceLimit;
+    const { runner } = setup();
+    const { history: items, turnStart } = await history(runner);
+    const first = await runner.runModel(step(items, turnStart, null, []));
+    expect(first.kind).toBe("tool_calls");
+    expect(limits).toEqual([0]);
+    expect(Error.stackTraceLimit).toBe(before);
+  });
+
+  it("an error that escapes the SDK's serialization keeps its stack trace", async () => {
+    const before = Error.stackTraceLimit;
+    vi.spyOn(RunState.prototype, "toString").mockImplementation(() => {
+      throw new Error("the state cannot be serialized");
+    });
+    const { runner } = setup();
+    const { history: items, turnStart } = await history(runner);
+    let error: unknown;
+    try {
+      await runner.runModel(step(items, turnStart, null, []));
+    } catch (e) {
+      error = e;
+    }
+    expect((error as Error).message).toBe("the state cannot be serialized");
+    expect((error as Error).stack?.split("\n").length).toBeGreaterThan(1);
+    expect(Error.stackTraceLimit).toBe(before);
+  });
+
   it("refuses a liveRunStates that is not a non-negative integer", () => {
     for (const liveRunStates of [-1, 1.5, Number.NaN]) {
       let error: unknown;
