@@ -19,6 +19,7 @@
 //   PROF_US=100 ...   sampling interval in µs (default 100)
 //   TOP=25 ...        functions listed per table
 //   PROF_OUT=<file>   also writes the profile and the turns' step bounds (profile clock, µs) as JSON
+//   OUTSIDE=1 ...     the memory phase's tables count only the samples outside runner calls
 //   POS=2 ...         the model-step tables count only that step of the turn (0, 2, 4: first, middle, last)
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
@@ -66,6 +67,24 @@ const windows = [];
 recordTurns(raw, "raw", windows);
 recordTurns(memory, "memory", windows);
 
+// The memory phase's runner calls (runModel, callTool), timed: a model step's time splits into the
+// part inside the runner (adapter, SDK, model) and the part outside it (core, store, client).
+const runnerCalls = [];
+for (const definition of memory.worker.served.values()) {
+  const runner = definition.runner;
+  for (const name of ["runModel", "callTool"]) {
+    const call = runner[name].bind(runner);
+    runner[name] = async (input) => {
+      const start = performance.now();
+      try {
+        return await call(input);
+      } finally {
+        if (recordTurns.measuring) runnerCalls.push([start, performance.now()]);
+      }
+    };
+  }
+}
+
 const inspector = profiling ? new Session() : null;
 try {
   for (let s = 0; s < size.warmupSessions + size.sessions; s++) {
@@ -106,8 +125,32 @@ console.log(
 console.log(
   `median ms by step of the turn (model, tool, model, ...): raw ${r.positions.map((x) => f(x)).join(" ")}  memory ${m.positions.map((x) => f(x)).join(" ")}`,
 );
+// Per model step of the memory phase: the time inside runner calls and outside them.
+const split = {};
+{
+  const turns = windows.filter((w) => w.phase === "memory");
+  const calls = runnerCalls.map(([a, b]) => [toProfUs(a), toProfUs(b)]);
+  const inside = [[], [], []];
+  const outside = [[], [], []];
+  for (const w of turns) {
+    for (let pos = 0; pos < perTurn; pos += 2) {
+      const a = w.bounds[pos];
+      const b = w.bounds[pos + 1];
+      let ins = 0;
+      for (const [s0, e0] of calls) if (e0 > a && s0 < b) ins += Math.min(b, e0) - Math.max(a, s0);
+      inside[pos / 2].push(ins / 1000);
+      outside[pos / 2].push((b - a - ins) / 1000);
+    }
+  }
+  const med = (xs) => summarize(xs).median;
+  split.inside = inside.map(med);
+  split.outside = outside.map(med);
+  console.log(
+    `memory model steps 1, 2, 3 of the turn, median ms inside the runner: ${inside.map((x) => f(med(x))).join(" ")}; outside it (core, store, client): ${outside.map((x) => f(med(x))).join(" ")}`,
+  );
+}
 console.log(
-  `RESULT ${JSON.stringify({ rawModel: r.modelMedian, memModel: m.modelMedian, modelRatio: m.modelMedian / r.modelMedian, rawCpu: r.cpuPerStep, memCpu: m.cpuPerStep, cpuRatio: m.cpuPerStep / r.cpuPerStep })}`,
+  `RESULT ${JSON.stringify({ rawModel: r.modelMedian, memModel: m.modelMedian, modelRatio: m.modelMedian / r.modelMedian, rawCpu: r.cpuPerStep, memCpu: m.cpuPerStep, cpuRatio: m.cpuPerStep / r.cpuPerStep, rawPos: r.positions, memPos: m.positions, ...split })}`,
 );
 if (!profile) process.exit(0);
 if (process.env.PROF_OUT) writeFileSync(process.env.PROF_OUT, JSON.stringify({ profile, windows }));
@@ -163,6 +206,15 @@ function short(url) {
 }
 
 windows.sort((a, b) => a.bounds[0] - b.bounds[0]);
+// OUTSIDE=1: the memory phase's samples inside runner calls are left out (what core, the store and the client cost).
+const outsideOnly = process.env.OUTSIDE === "1";
+const callIvs = runnerCalls.map(([a, b]) => [toProfUs(a), toProfUs(b)]).sort((x, y) => x[0] - y[0]);
+let ci = 0;
+function insideRunner(t) {
+  while (ci < callIvs.length && callIvs[ci][1] < t) ci++;
+  for (let j = ci; j < callIvs.length && callIvs[j][0] <= t; j++) if (t < callIvs[j][1]) return true;
+  return false;
+}
 const acc = new Map(); // phase -> { kind: { owner|leaf: us }, self, incl }
 const bucket = (phase) => {
   if (!acc.has(phase))
@@ -185,6 +237,7 @@ for (let i = 0; i < profile.samples.length; i++) {
   let step = 0;
   while (step < w.bounds.length - 2 && t >= w.bounds[step + 1]) step++;
   const isModel = step % 2 === 0 && (onlyPos === null || step === onlyPos);
+  if (outsideOnly && w.phase === "memory" && insideRunner(t)) continue;
   let owner;
   let leaf;
   if (name === "(garbage collector)") {
