@@ -9,7 +9,7 @@ import type { DefinitionMigration, SessionDefinition } from "./definition.js";
 import { ConfigurationError } from "./errors.js";
 import { HistoryCache } from "./history-cache.js";
 import { driveSession, type DriveEnd } from "./session-driver.js";
-import type { AnnouncedDefinition, Lease, SessionStore, StoredSession } from "./store.js";
+import type { AcquireLeaseOptions, AnnouncedDefinition, Lease, SessionStore, StoredSession } from "./store.js";
 import type { SessionHead } from "./schemas.js";
 import { HeadCache } from "./stored-session.js";
 
@@ -80,6 +80,8 @@ export class Worker {
   private readonly leaseTtlMs: number;
   private readonly pollIntervalMs: number;
   private readonly held = new Map<string, Held>();
+  /** What every lease request of this worker asks for (its definitions do not change). */
+  private readonly leaseRequest: AcquireLeaseOptions;
   private readonly historyCache = new HistoryCache();
   private readonly headCache = new HeadCache();
   private loop: Promise<void> | null = null;
@@ -126,6 +128,13 @@ export class Worker {
     this.definitionCheckIntervalMs = options.definitionCheckIntervalMs ?? 5_000;
     this.concurrency = options.concurrency ?? 16;
     this.leaseTtlMs = options.leaseTtlMs ?? 15_000;
+    this.leaseRequest = {
+      workerId: this.workerId,
+      ttlMs: this.leaseTtlMs,
+      agents: [...this.firstOf.keys()],
+      fingerprints: [...this.served.keys()],
+      migrating: [...this.migrating.keys()],
+    };
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
   }
 
@@ -248,13 +257,7 @@ export class Worker {
       /** The leased session, when the store answered it with the lease. */
       let session: StoredSession | undefined;
       this.woken = false;
-      const request = {
-        workerId: this.workerId,
-        ttlMs: this.leaseTtlMs,
-        agents: [...this.firstOf.keys()],
-        fingerprints: [...this.served.keys()],
-        migrating: [...this.migrating.keys()],
-      };
+      const request = this.leaseRequest;
       try {
         if (this.store.acquireLeaseWithSession) {
           const got = await this.store.acquireLeaseWithSession(request);

@@ -75,8 +75,8 @@ describe("HeadCache", () => {
     const idleAfter = async (turns: number) => {
       const deadline = Date.now() + 5_000;
       for (;;) {
-        const s = await raw.session("s1");
-        if (s?.head.turnCount === turns && s.head.status === "idle" && worker.activeSessions === 0) return;
+        const head = (await raw.session("s1"))?.head as SessionHead | undefined;
+        if (head?.turnCount === turns && head.status === "idle" && worker.activeSessions === 0) return;
         if (Date.now() > deadline) throw new Error("timed out");
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
