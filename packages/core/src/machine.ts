@@ -140,6 +140,12 @@ export function applyAll(head: SessionHead, inputs: readonly MachineInput[], ctx
   let lastIgnored = false;
   inputs.forEach((input, index) => {
     const last = index === inputs.length - 1;
+    // A recovery with no turn running (a drive's first input, before its inbox entries) changes
+    // nothing when the head's status is the derived one and it starts nothing (not the last input).
+    if (!last && isNoopRecovery(current, input)) {
+      lastIgnored = false;
+      return;
+    }
     const t = applyOne(current, input, last ? ctx : { ...ctx, startSteps: false }, false);
     current = t.head;
     events.push(...t.events);
@@ -166,6 +172,16 @@ export function applyAll(head: SessionHead, inputs: readonly MachineInput[], ctx
     ignored: ignored.length > 0 ? ignored.join("; ") : null,
     due: { steps: [...launch.values()], nextAt: nextDueAt(current, ctx.now) },
   };
+}
+
+/** What `apply` of a recovery leaves as it was: no turn runs, and the status is what the head derives. */
+function isNoopRecovery(head: SessionHead, input: MachineInput): boolean {
+  return (
+    input?.type === "recover" &&
+    Number.isInteger(input.fence) &&
+    !isTurnActive(head.turn) &&
+    head.status === deriveStatus(head)
+  );
 }
 
 /** A key naming one attempt of one step. */
