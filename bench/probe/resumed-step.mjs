@@ -4,6 +4,7 @@
 // optional CPU profile of the resumed steps only (self time per function, top 40).
 // usage: cd bench && ../node_modules/.bin/node probe/resumed-step.mjs [rounds=300] [history turns=3]
 //   PROF=1 ...   profile the resumed steps (slower; its timings are not the unprofiled ones)
+//   PROF_OUT=<file> with PROF=1: also writes the profile and the resumed steps' windows (µs) as JSON
 //   CALLERS=<text> with PROF=1: the functions whose key holds <text> are listed with their callers
 import { Session } from "node:inspector/promises";
 import { OpenAIAgentsRunner } from "@durable-agents/openai-agents";
@@ -93,7 +94,9 @@ if (process.env.PROF === "1") {
 for (let r = 0; r < rounds; r++) {
   history.length = base;
   const times = await turn(history, `r${r}`);
-  times.forEach((x, i) => all[i].push(x));
+  times.forEach((x, i) => {
+    all[i].push(x);
+  });
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(
@@ -101,6 +104,11 @@ console.log(
 );
 if (inspector) {
   const { profile } = await inspector.post("Profiler.stop");
+  if (process.env.PROF_OUT) {
+    const { writeFileSync } = await import("node:fs");
+    const turns = windows.map(([a, b]) => ({ phase: "resumed", bounds: [a, b] }));
+    writeFileSync(process.env.PROF_OUT, JSON.stringify({ profile, windows: turns }));
+  }
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);

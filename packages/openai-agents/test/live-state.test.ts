@@ -126,7 +126,7 @@ describe("live run states between the steps of a turn", () => {
       let result = await runner.runModel(step(items, turnStart, null, []));
       if (liveRunStates === 0) {
         // The SDK takes a snapshot of the whole input in a run (the saved string leaves it out).
-        const first = (seen[0]!.result as { state: RunState<any, any> }).state;
+        const first = (seen[0]!.result as { state: RunState<never, never> }).state;
         expect(first._currentTurnSessionHistoryTransactionInputItems?.length).toBe(turnStart + 1);
       }
       while (result.kind === "tool_calls") {
@@ -214,10 +214,10 @@ describe("live run states between the steps of a turn", () => {
 
   it("serializes the SDK state without stack traces for the errors its validation catches, and restores the limit", async () => {
     const limits: number[] = [];
-    const toString = RunState.prototype.toString;
-    vi.spyOn(RunState.prototype, "toString").mockImplementation(function (this: RunState<any, any>) {
+    const serialize = RunState.prototype.toString;
+    vi.spyOn(RunState.prototype, "toString").mockImplementation(function (this: RunState<never, never>) {
       limits.push(Error.stackTraceLimit);
-      return toString.call(this);
+      return serialize.call(this);
     });
     const before = Error.stackTraceLimit;
     const { runner } = setup();

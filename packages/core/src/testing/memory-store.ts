@@ -179,12 +179,15 @@ export class MemoryStore implements SessionStore {
     if (wanted === null) return this.grant(options, () => true);
     // The live announcements are read only when a session pinned to a migrating fingerprint has work.
     let served: Set<string> | undefined;
+    const isServed = (record: MemorySessionRecord): boolean => {
+      served ??= this.announced("serves");
+      return served.has(`${record.agent}\0${record.fingerprint}`);
+    };
     return this.grant(
       options,
       (record) =>
         wanted.served.includes(record.fingerprint) ||
-        (wanted.migrating.includes(record.fingerprint) &&
-          !(served ??= this.announced("serves")).has(`${record.agent}\0${record.fingerprint}`)),
+        (wanted.migrating.includes(record.fingerprint) && !isServed(record)),
     );
   }
 
