@@ -306,6 +306,10 @@ for (const [phase, b] of acc) {
   for (const [k, us] of [...b.incl].sort((x, y) => y[1] - x[1]).slice(0, top))
     console.log(`${per(us, ms).padStart(9)}  ${k}`);
 }
+// One line of JSON for scripts: ms per model step by owner, per phase.
+console.log(
+  `OWNERS ${JSON.stringify(Object.fromEntries([...acc].map(([phase, b]) => [phase, Object.fromEntries([...b.model].filter(([k]) => !k.startsWith("  ")).map(([k, us]) => [k, us / 1000 / modelSteps(phase)]))])))}`,
+);
 // Where the memory phase's model step spends more than the raw SDK's: the functions whose self and
 // inclusive time per model step differ most between the two phases.
 const rawB = acc.get("raw");
