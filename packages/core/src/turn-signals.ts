@@ -27,10 +27,7 @@ function abortError(message: string): Error {
 
 /** A running turn's step controllers, and the engine signal they follow (aborted with it). */
 interface TurnEntry {
-  /** Steps given `engine`: aborted when it aborts, or when the turn ends. */
   readonly steps: AbortController[];
-  /** Steps given another engine signal (composed with it): aborted when the turn ends. */
-  readonly others: AbortController[];
   readonly engine: AbortSignal;
   readonly onEngineAbort: () => void;
 }
@@ -54,16 +51,12 @@ export class TurnSignals {
         for (const step of steps) step.abort(engine.reason);
       };
       engine.addEventListener("abort", onEngineAbort, { once: true });
-      entry = { steps, others: [], engine, onEngineAbort };
+      entry = { steps, engine, onEngineAbort };
       this.#turns.set(turnId, entry);
     }
     const step = new AbortController();
-    if (entry.engine === engine) {
-      entry.steps.push(step);
-      return step.signal;
-    }
-    entry.others.push(step);
-    return AbortSignal.any([engine, step.signal]);
+    entry.steps.push(step);
+    return entry.engine === engine ? step.signal : AbortSignal.any([engine, step.signal]);
   }
 
   /** Aborts the steps of every turn that `head` no longer runs (cancelled, ended). */
@@ -74,7 +67,7 @@ export class TurnSignals {
       entry.engine.removeEventListener("abort", entry.onEngineAbort);
       const cancelling = head.turn?.turnId === turnId && head.turn.phase === "cancelling";
       const reason = abortError(cancelling ? "the turn was cancelled" : "the turn ended");
-      for (const step of [...entry.steps, ...entry.others]) step.abort(reason);
+      for (const step of entry.steps) step.abort(reason);
     }
   }
 }

@@ -65,18 +65,5 @@ describe("TurnSignals", () => {
     expect(a.aborted).toBe(false);
     first.abort(new Error("gone"));
     expect(reasonOf(a).message).toBe("gone");
-    expect(reasonOf(b).message).toBe("attempt over");
-  });
-
-  it("does not abort a step given another engine signal when the turn's first one aborts; the turn's end does", () => {
-    const signals = new TurnSignals();
-    const first = new AbortController();
-    const second = new AbortController();
-    signals.signalFor(headWith("t1", "model"), "t1", first.signal);
-    const b = signals.signalFor(headWith("t1", "tools"), "t1", second.signal);
-    first.abort(new Error("the first attempt is over"));
-    expect(b.aborted).toBe(false);
-    signals.abortEnded(headWith("t1", "completed"));
-    expect(reasonOf(b).message).toBe("the turn ended");
   });
 });
