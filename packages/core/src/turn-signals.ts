@@ -11,19 +11,7 @@ const running = (head: SessionHead, turnId: string): boolean => {
   return turn?.turnId === turnId && (turn.phase === "model" || turn.phase === "tools");
 };
 
-/**
- * The reason a step's signal is aborted with. It carries no stack trace: one would only point into
- * this file, and capturing it at the end of every turn was a measurable part of a turn's last step.
- */
-function abortError(message: string): Error {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return Object.assign(new Error(message), { name: "AbortError" });
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
-}
+const abortError = (message: string): Error => Object.assign(new Error(message), { name: "AbortError" });
 
 /** A running turn's step controllers, and the engine signal they follow (aborted with it). */
 interface TurnEntry {

@@ -26,9 +26,6 @@ describe("TurnSignals", () => {
     expect([a.aborted, b.aborted]).toEqual([true, true]);
     expect(reasonOf(a).name).toBe("AbortError");
     expect(reasonOf(a).message).toBe("the turn ended");
-    // the reason carries no stack trace (it would only point into TurnSignals), and the limit is restored
-    expect(reasonOf(a).stack).toBe("AbortError: the turn ended");
-    expect(Error.stackTraceLimit).toBeGreaterThan(0);
     expect(getEventListeners(engine, "abort")).toHaveLength(0);
 
     const c = signals.signalFor(headWith("t2", "model"), "t2", engine);
