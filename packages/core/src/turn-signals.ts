@@ -13,49 +13,27 @@ const running = (head: SessionHead, turnId: string): boolean => {
 
 const abortError = (message: string): Error => Object.assign(new Error(message), { name: "AbortError" });
 
-/** A running turn's step controllers, and the engine signal they follow (aborted with it). */
-interface TurnEntry {
-  readonly steps: AbortController[];
-  readonly engine: AbortSignal;
-  readonly onEngineAbort: () => void;
-}
-
 export class TurnSignals {
-  readonly #turns = new Map<string, TurnEntry>();
+  readonly #controllers = new Map<string, AbortController>();
 
-  /**
-   * The signal for a step of `turnId` launched from `head`: already aborted when that turn is not
-   * running. Each step gets its own controller, which the turn's entry aborts (one listener on the
-   * engine signal per turn, no composed signal per step); a step given another engine signal than
-   * the turn's first gets that one composed in.
-   */
+  /** The signal for a step of `turnId` launched from `head`: already aborted when that turn is not running. */
   signalFor(head: SessionHead, turnId: string, engine: AbortSignal): AbortSignal {
     if (!running(head, turnId)) return AbortSignal.abort(abortError("the turn was cancelled or ended"));
-    if (engine.aborted) return AbortSignal.abort(engine.reason);
-    let entry = this.#turns.get(turnId);
-    if (!entry) {
-      const steps: AbortController[] = [];
-      const onEngineAbort = () => {
-        for (const step of steps) step.abort(engine.reason);
-      };
-      engine.addEventListener("abort", onEngineAbort, { once: true });
-      entry = { steps, engine, onEngineAbort };
-      this.#turns.set(turnId, entry);
+    let controller = this.#controllers.get(turnId);
+    if (!controller) {
+      controller = new AbortController();
+      this.#controllers.set(turnId, controller);
     }
-    const step = new AbortController();
-    entry.steps.push(step);
-    return entry.engine === engine ? step.signal : AbortSignal.any([engine, step.signal]);
+    return AbortSignal.any([engine, controller.signal]);
   }
 
   /** Aborts the steps of every turn that `head` no longer runs (cancelled, ended). */
   abortEnded(head: SessionHead): void {
-    for (const [turnId, entry] of this.#turns) {
+    for (const [turnId, controller] of this.#controllers) {
       if (running(head, turnId)) continue;
-      this.#turns.delete(turnId);
-      entry.engine.removeEventListener("abort", entry.onEngineAbort);
+      this.#controllers.delete(turnId);
       const cancelling = head.turn?.turnId === turnId && head.turn.phase === "cancelling";
-      const reason = abortError(cancelling ? "the turn was cancelled" : "the turn ended");
-      for (const step of entry.steps) step.abort(reason);
+      controller.abort(abortError(cancelling ? "the turn was cancelled" : "the turn ended"));
     }
   }
 }
