@@ -59,7 +59,7 @@ export {
 export { DeltaCoalescer, type CoalescerOptions } from "./coalescer.js";
 export { driveSession, type DriveEnd, type DriveOptions } from "./session-driver.js";
 export { HistoryCache } from "./history-cache.js";
-export { loadStoredSession } from "./stored-session.js";
+export { HeadCache, loadStoredSession } from "./stored-session.js";
 export * as storeInput from "./store-input.js";
 export type * from "./runner.js";
 export type * from "./store.js";

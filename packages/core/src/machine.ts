@@ -91,6 +91,14 @@ function handle(draft: Draft, input: MachineInput, ctx: ApplyContext): Handled {
  * The given head is never modified.
  */
 export function apply(head: SessionHead, input: MachineInput, ctx: ApplyContext): Transition {
+  return applyOne(head, input, ctx, true);
+}
+
+/**
+ * `apply`; with `compare` false, `changed` is only what the events and history say (no deep compare
+ * of the heads): `applyAll` computes its own over the whole transition.
+ */
+function applyOne(head: SessionHead, input: MachineInput, ctx: ApplyContext, compare: boolean): Transition {
   const draft = new Draft(head, ctx.config);
   const ignored = handle(draft, input, ctx);
   if (ignored !== null) {
@@ -106,7 +114,7 @@ export function apply(head: SessionHead, input: MachineInput, ctx: ApplyContext)
   draft.settleCancellation(ctx.now, ctx.config);
   if (ctx.startSteps !== false) startReadySteps(draft, ctx.now);
   draft.head.status = deriveStatus(draft.head);
-  const changed = draft.events.length > 0 || draft.appendHistory.length > 0 || !sameData(head, draft.head);
+  const changed = draft.events.length > 0 || draft.appendHistory.length > 0 || (compare && !sameData(head, draft.head));
   return {
     head: draft.head,
     events: draft.events,
@@ -132,7 +140,13 @@ export function applyAll(head: SessionHead, inputs: readonly MachineInput[], ctx
   let lastIgnored = false;
   inputs.forEach((input, index) => {
     const last = index === inputs.length - 1;
-    const t = apply(current, input, last ? ctx : { ...ctx, startSteps: false });
+    // A recovery with no turn running (a drive's first input, before its inbox entries) changes
+    // nothing when the head's status is the derived one and it starts nothing (not the last input).
+    if (!last && isNoopRecovery(current, input)) {
+      lastIgnored = false;
+      return;
+    }
+    const t = applyOne(current, input, last ? ctx : { ...ctx, startSteps: false }, false);
     current = t.head;
     events.push(...t.events);
     appendHistory.push(...t.appendHistory);
@@ -142,7 +156,7 @@ export function applyAll(head: SessionHead, inputs: readonly MachineInput[], ctx
   });
   // The last input, when ignored, started nothing: what its predecessors made ready is started now.
   if (lastIgnored && ctx.startSteps !== false) {
-    const t = apply(current, { type: "tick" }, ctx);
+    const t = applyOne(current, { type: "tick" }, ctx, false);
     current = t.head;
     events.push(...t.events);
     appendHistory.push(...t.appendHistory);
@@ -158,6 +172,16 @@ export function applyAll(head: SessionHead, inputs: readonly MachineInput[], ctx
     ignored: ignored.length > 0 ? ignored.join("; ") : null,
     due: { steps: [...launch.values()], nextAt: nextDueAt(current, ctx.now) },
   };
+}
+
+/** What `apply` of a recovery leaves as it was: no turn runs, and the status is what the head derives. */
+function isNoopRecovery(head: SessionHead, input: MachineInput): boolean {
+  return (
+    input?.type === "recover" &&
+    Number.isInteger(input.fence) &&
+    !isTurnActive(head.turn) &&
+    head.status === deriveStatus(head)
+  );
 }
 
 /** A key naming one attempt of one step. */

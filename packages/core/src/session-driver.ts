@@ -24,7 +24,7 @@ import {
 } from "./machine.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
 import type { CommitResult, Lease, SessionStore, StoredSession } from "./store.js";
-import { loadStoredSession } from "./stored-session.js";
+import { type HeadCache, loadStoredSession } from "./stored-session.js";
 import { runReconcileAttempt } from "./reconcile-step.js";
 import { runModelAttempt, runToolAttempt } from "./tool-step.js";
 import { TurnSignals } from "./turn-signals.js";
@@ -42,6 +42,8 @@ export interface DriveOptions {
   readonly coalescing?: CoalescerOptions;
   /** Histories kept between drives of the same worker (read only past the cached prefix). */
   readonly historyCache?: HistoryCache;
+  /** Heads kept between drives of the same worker: every head this drive commits is recorded with its version. */
+  readonly headCache?: HeadCache;
   /**
    * The migration to apply when the session is pinned to its `from` fingerprint. A session pinned to
    * another definition than `definition` without one is not driven: it is marked waiting for its
@@ -238,6 +240,7 @@ class SessionDriver {
       this.version = result.version;
       this.history?.push(...t.appendHistory);
       this.head = t.head;
+      this.options.headCache?.remember(this.sessionId, t.head, result.version);
     });
   }
 
@@ -346,6 +349,7 @@ class SessionDriver {
         else this.extended(result);
         this.version = result.version;
         this.history?.push(...t.appendHistory);
+        this.options.headCache?.remember(this.sessionId, t.head, result.version);
         // In the same serialized task as the commit: a delta commit queued behind it sees the abort.
         this.head = t.head;
         this.turnSignals.abortEnded(this.head);

@@ -9,9 +9,9 @@ import type { DefinitionMigration, SessionDefinition } from "./definition.js";
 import { ConfigurationError } from "./errors.js";
 import { HistoryCache } from "./history-cache.js";
 import { driveSession, type DriveEnd } from "./session-driver.js";
-import type { AnnouncedDefinition, Lease, SessionStore, StoredSession } from "./store.js";
+import type { AcquireLeaseOptions, AnnouncedDefinition, Lease, SessionStore, StoredSession } from "./store.js";
 import type { SessionHead } from "./schemas.js";
-import { loadStoredSession, parseStoredSession } from "./stored-session.js";
+import { HeadCache } from "./stored-session.js";
 
 export interface WorkerOptions {
   readonly store: SessionStore;
@@ -80,7 +80,10 @@ export class Worker {
   private readonly leaseTtlMs: number;
   private readonly pollIntervalMs: number;
   private readonly held = new Map<string, Held>();
+  /** What every lease request of this worker asks for (its definitions do not change). */
+  private readonly leaseRequest: AcquireLeaseOptions;
   private readonly historyCache = new HistoryCache();
+  private readonly headCache = new HeadCache();
   private loop: Promise<void> | null = null;
   private stopping = false;
   private dead = false;
@@ -125,6 +128,13 @@ export class Worker {
     this.definitionCheckIntervalMs = options.definitionCheckIntervalMs ?? 5_000;
     this.concurrency = options.concurrency ?? 16;
     this.leaseTtlMs = options.leaseTtlMs ?? 15_000;
+    this.leaseRequest = {
+      workerId: this.workerId,
+      ttlMs: this.leaseTtlMs,
+      agents: [...this.firstOf.keys()],
+      fingerprints: [...this.served.keys()],
+      migrating: [...this.migrating.keys()],
+    };
     this.pollIntervalMs = options.pollIntervalMs ?? 1_000;
   }
 
@@ -247,13 +257,7 @@ export class Worker {
       /** The leased session, when the store answered it with the lease. */
       let session: StoredSession | undefined;
       this.woken = false;
-      const request = {
-        workerId: this.workerId,
-        ttlMs: this.leaseTtlMs,
-        agents: [...this.firstOf.keys()],
-        fingerprints: [...this.served.keys()],
-        migrating: [...this.migrating.keys()],
-      };
+      const request = this.leaseRequest;
       try {
         if (this.store.acquireLeaseWithSession) {
           const got = await this.store.acquireLeaseWithSession(request);
@@ -286,9 +290,10 @@ export class Worker {
     const entry: Held = { lease, controller, done: Promise.resolve() };
     const renew = setInterval(() => void this.renew(entry), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
     const drive = async (): Promise<DriveEnd> => {
+      // A head this worker committed and the store answers unchanged is not parsed again.
       const stored = session
-        ? parseStoredSession(session, lease.sessionId, "acquireLeaseWithSession")
-        : await loadStoredSession(this.store, lease.sessionId);
+        ? this.headCache.parse(session, lease.sessionId, "acquireLeaseWithSession")
+        : await this.headCache.load(this.store, lease.sessionId);
       const plan = stored ? this.planFor(stored.head) : null;
       if (!stored || !plan) return "missing";
       return driveSession({
@@ -308,6 +313,7 @@ export class Worker {
         stopping: () => this.stopping,
         pollIntervalMs: this.pollIntervalMs,
         historyCache: this.historyCache,
+        headCache: this.headCache,
         ...(this.options.coalescing ? { coalescing: this.options.coalescing } : {}),
       });
     };

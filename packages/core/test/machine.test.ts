@@ -105,6 +105,30 @@ function deepFreeze<T>(value: T): T {
 const fresh = () => newSessionHead("s1", "agent", "2026-11-29T00:00:00.000Z");
 
 describe("the session state machine", () => {
+  it("applyAll of a drive's recovery and its inbox entries is the same as applying them one by one", () => {
+    const ended = run(fresh(), message(1, "hi"), {
+      type: "model_completed",
+      turnId: "turn-1",
+      modelStep: 1,
+      attempt: 1,
+      result: { kind: "final", items: [], text: "x", usage },
+    }).head;
+    expect(ended.turn?.phase).toBe("completed");
+    // idle heads (the recovery changes nothing), a stale status (it derives the status again), a running turn
+    const heads = [fresh(), ended, { ...ended, status: "running" as const }, run(fresh(), message(1, "hi")).head];
+    for (const head of heads) {
+      const inputs: MachineInput[] = [{ type: "recover", fence: 4 }, message(head.inboxCursor + 1, "next")];
+      const first = apply(head, inputs[0]!, at(NOW, false));
+      const second = apply(first.head, inputs[1]!, at(NOW));
+      const all = applyAll(head, inputs, at(NOW));
+      expect(all.head).toEqual(second.head);
+      expect(all.events).toEqual([...first.events, ...second.events]);
+      expect(all.appendHistory).toEqual([...first.appendHistory, ...second.appendHistory]);
+      expect(all.due).toEqual(second.due);
+      expect(all.ignored).toBeNull();
+    }
+  });
+
   it("starts a turn from a message and starts its RunModel step", () => {
     const { head, events, history, due } = run(fresh(), message(1, "hi"));
     expect(head.status).toBe("running");

@@ -41,4 +41,18 @@ describe("sameData, the machine's deep equality of JSON-shaped data", () => {
     copy.turn.calls[48]!.output = "changed";
     expect(sameData(head, copy)).toBe(false);
   });
+
+  it("copies JSON data deeply: every object and array is new, strings and other values are kept", () => {
+    const data = { a: [1, "x", null, { b: [true, { c: "d" }] }], e: { f: undefined }, g: "" };
+    const copy = copyData(data);
+    expect(copy).toEqual(data);
+    expect(copy).not.toBe(data);
+    expect(copy.a).not.toBe(data.a);
+    expect(copy.a[3]).not.toBe(data.a[3]);
+    expect((copy.a[3] as { b: unknown[] }).b[1]).not.toBe((data.a[3] as { b: unknown[] }).b[1]);
+    expect(Object.keys(copy.e)).toEqual(["f"]);
+    expect(Array.isArray(copy.a)).toBe(true);
+    (copy.a[3] as { b: unknown[] }).b.push("more");
+    expect((data.a[3] as { b: unknown[] }).b).toHaveLength(2);
+  });
 });

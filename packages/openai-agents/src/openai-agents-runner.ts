@@ -98,6 +98,8 @@ export interface OpenAIAgentsRunnerOptions {
 interface LiveRunState {
   readonly state: RunState<any, Agent<any, any>>;
   readonly prefix: HistoryPrefix;
+  /** The state's interruptions as the step read them (`getInterruptions()` copies them on every call). */
+  readonly interruptions: readonly RunToolApprovalItem[];
 }
 
 /** The text the SDK's default tool error handler gives instead of the error (agent tools use it). */
@@ -294,10 +296,12 @@ export class OpenAIAgentsRunner implements Runner {
       runInput = historyWithoutJoined(history, joined);
     } else {
       let state: RunState<any, Agent<any, any>>;
+      let waiting: readonly RunToolApprovalItem[] | undefined;
       const live = this.#takeLive(input.runState, history);
       if (live) {
         state = live.state;
         known = live.prefix;
+        waiting = live.interruptions;
       } else {
         const saved = decodeRunState(input.runState, history);
         state = await this.#restoring.run(true, () =>
@@ -315,7 +319,7 @@ export class OpenAIAgentsRunner implements Runner {
       }
       responsesBefore = state._modelResponses.length;
       for (const outcome of input.outcomes) outcomes.set(outcome.toolCallId, outcome);
-      for (const item of state.getInterruptions()) {
+      for (const item of waiting ?? state.getInterruptions()) {
         const callId = callIdOf(item);
         const outcome = callId === undefined ? undefined : outcomes.get(callId);
         if (!outcome) {
@@ -383,7 +387,11 @@ export class OpenAIAgentsRunner implements Runner {
         });
       }
       const encoded = encodeRunState(result.state, history, this.#compact, known);
-      this.#keepLive(encoded.runState, { state: result.state, prefix: encoded.prefix });
+      this.#keepLive(
+        encoded.runState,
+        { state: result.state, prefix: encoded.prefix, interruptions },
+        encoded.sessionInputSaved,
+      );
       return { kind: "tool_calls", calls, runState: encoded.runState, usage };
     }
 
@@ -471,8 +479,13 @@ export class OpenAIAgentsRunner implements Runner {
     return historyHolds(history, live.prefix.history, live.prefix.p) ? live : undefined;
   }
 
-  #keepLive(runState: string, live: LiveRunState): void {
+  #keepLive(runState: string, live: LiveRunState, sessionInputSaved: boolean): void {
     if (this.#liveLimit === 0) return;
+    // The SDK's snapshot of the turn's input for session persistence (the whole history, normalized)
+    // is left out of the saved string unless a blocked output needs it, so a decoded state has none.
+    // The live state drops it too: a resume then does what it does on a decoded state (the adapter
+    // passes the SDK no session, so nothing reads it) instead of cloning the history twice.
+    if (!sessionInputSaved) live.state._currentTurnSessionHistoryTransactionInputItems = undefined;
     // An equal string saved before (another session, a repeated step) serializes the same state.
     this.#live.delete(runState);
     this.#live.set(runState, live);

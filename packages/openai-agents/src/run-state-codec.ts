@@ -88,6 +88,9 @@ function hashItems(items: readonly unknown[]): string {
 
 const EMPTY_HASH = hashItems([]);
 
+/** The key of the SDK state's snapshot of the turn's session input, as its JSON writes it. */
+const SESSION_INPUT_KEY = '"currentTurnSessionInputItems":';
+
 /** True when `a[i] === b[i]` for every `i < n` (both at least `n` long). */
 function sameObjects(a: readonly unknown[], b: readonly unknown[], n: number): boolean {
   if (a.length < n || b.length < n) return false;
@@ -102,10 +105,35 @@ export function historyHolds(history: readonly HistoryItem[], items: readonly un
   return true;
 }
 
+/**
+ * `state.toString()`. Its validation looks for each tool output's call by trying the candidates in
+ * turn, and every candidate that is not the call throws (and catches) an error of its own: errors
+ * that nobody sees, each capturing a stack trace. They are made without one (`toString` is
+ * synchronous, so nothing else runs meanwhile); an error that does escape is made again with its
+ * stack, by serializing once more with stack traces on.
+ */
+function serialize(state: RunState<any, any>): string {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return state.toString();
+  } catch {
+    Error.stackTraceLimit = limit;
+    return state.toString();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 export interface EncodedRunState {
   readonly runState: string;
   /** The history part of the state, for its next save (object identities). */
   readonly prefix: HistoryPrefix;
+  /**
+   * Whether the SDK wrote its snapshot of the turn's session input (`currentTurnSessionInputItems`)
+   * into the state: only then does a state decoded from `runState` hold one.
+   */
+  readonly sessionInputSaved: boolean;
 }
 
 /**
@@ -142,12 +170,12 @@ export function encodeRunState(
     // The SDK serializes (and validates) only the rest; its state is left as it was.
     state._originalInput = (original as AgentInputItem[]).slice(prefix.p);
     try {
-      sdkState = state.toString();
+      sdkState = serialize(state);
     } finally {
       state._originalInput = original;
     }
   } else {
-    sdkState = state.toString();
+    sdkState = serialize(state);
   }
   const envelope: Envelope = {
     format: FORMAT,
@@ -158,7 +186,7 @@ export function encodeRunState(
       ? { z: gzipSync(sdkState, { level: 1 }).toString("base64") }
       : { s: JSON.parse(sdkState) as Record<string, unknown> }),
   };
-  return { runState: JSON.stringify(envelope), prefix };
+  return { runState: JSON.stringify(envelope), prefix, sessionInputSaved: sdkState.includes(SESSION_INPUT_KEY) };
 }
 
 export interface DecodedRunState {

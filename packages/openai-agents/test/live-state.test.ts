@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { RunState, type ModelRequest, type StreamEvent } from "@openai/agents";
+import { RunState, Runner as SdkRunner, type ModelRequest, type StreamEvent } from "@openai/agents";
 import { ConfigurationError, type HistoryItem, type Runner } from "@durable-agents/core";
 import type { RecordedOutcome, RunModelInput, RunModelResult } from "@durable-agents/core/engine";
 import { ScriptedModel } from "../src/testing/index.js";
@@ -103,6 +103,45 @@ describe("live run states between the steps of a turn", () => {
     );
   });
 
+  it("a live state resumes without the SDK's snapshot of the session input, as a decoded state does", async () => {
+    // What each SDK run got: for a resumed one, the snapshot its state held when the run started.
+    const original = SdkRunner.prototype.run;
+    const seen: { resumed: boolean; snapshot: unknown; result: unknown }[] = [];
+    vi.spyOn(SdkRunner.prototype, "run").mockImplementation(async function (this: SdkRunner, ...args: unknown[]) {
+      const input = args[1];
+      const entry = {
+        resumed: input instanceof RunState,
+        snapshot: input instanceof RunState ? input._currentTurnSessionHistoryTransactionInputItems : undefined,
+        result: undefined as unknown,
+      };
+      seen.push(entry);
+      entry.result = await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+      return entry.result as never;
+    });
+    const snapshots: unknown[][] = [];
+    for (const liveRunStates of [undefined, 0]) {
+      const { runner } = setup(liveRunStates);
+      const { history: items, turnStart } = await history(runner);
+      seen.length = 0;
+      let result = await runner.runModel(step(items, turnStart, null, []));
+      if (liveRunStates === 0) {
+        // The SDK takes a snapshot of the whole input in a run (the saved string leaves it out).
+        const first = (seen[0]!.result as { state: RunState<never, never> }).state;
+        expect(first._currentTurnSessionHistoryTransactionInputItems?.length).toBe(turnStart + 1);
+      }
+      while (result.kind === "tool_calls") {
+        result = await runner.runModel(step(items, turnStart, result.runState, await outcomesOf(runner, result)));
+      }
+      expect(result.kind).toBe("final");
+      expect(seen.map((s) => s.resumed)).toEqual([false, true, true]);
+      snapshots.push(seen.filter((s) => s.resumed).map((s) => s.snapshot));
+    }
+    expect(snapshots).toEqual([
+      [undefined, undefined],
+      [undefined, undefined],
+    ]);
+  });
+
   it("a step retried after a model failure decodes its state again and gets the answer of a fresh runner", async () => {
     const fromString = vi.spyOn(RunState, "fromString");
     const { runner, model } = setup();
@@ -171,6 +210,40 @@ describe("live run states between the steps of a turn", () => {
     expect(sizes).toHaveLength(12);
     // each turn's two saved states are the same size as the first turn's, within a few bytes
     for (let i = 2; i < sizes.length; i++) expect(Math.abs(sizes[i]! - sizes[i % 2]!)).toBeLessThan(16);
+  });
+
+  it("serializes the SDK state without stack traces for the errors its validation catches, and restores the limit", async () => {
+    const limits: number[] = [];
+    const serialize = RunState.prototype.toString;
+    vi.spyOn(RunState.prototype, "toString").mockImplementation(function (this: RunState<never, never>) {
+      limits.push(Error.stackTraceLimit);
+      return serialize.call(this);
+    });
+    const before = Error.stackTraceLimit;
+    const { runner } = setup();
+    const { history: items, turnStart } = await history(runner);
+    const first = await runner.runModel(step(items, turnStart, null, []));
+    expect(first.kind).toBe("tool_calls");
+    expect(limits).toEqual([0]);
+    expect(Error.stackTraceLimit).toBe(before);
+  });
+
+  it("an error that escapes the SDK's serialization keeps its stack trace", async () => {
+    const before = Error.stackTraceLimit;
+    vi.spyOn(RunState.prototype, "toString").mockImplementation(() => {
+      throw new Error("the state cannot be serialized");
+    });
+    const { runner } = setup();
+    const { history: items, turnStart } = await history(runner);
+    let error: unknown;
+    try {
+      await runner.runModel(step(items, turnStart, null, []));
+    } catch (e) {
+      error = e;
+    }
+    expect((error as Error).message).toBe("the state cannot be serialized");
+    expect((error as Error).stack?.split("\n").length).toBeGreaterThan(1);
+    expect(Error.stackTraceLimit).toBe(before);
   });
 
   it("refuses a liveRunStates that is not a non-negative integer", () => {

@@ -162,9 +162,14 @@ export function deriveStatus(head: SessionHead): SessionStatus {
  */
 export function copyData<T>(value: T): T {
   if (value === null || typeof value !== "object") return value;
-  if (Array.isArray(value)) return value.map(copyData) as T;
+  if (Array.isArray(value)) {
+    const items: unknown[] = [];
+    for (let i = 0; i < value.length; i++) items.push(copyData(value[i]));
+    return items as T;
+  }
   const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) copy[key] = copyData((value as Record<string, unknown>)[key]);
+  // for-in walks the own keys of JSON data (plain objects) without making a list of them.
+  for (const key in value) copy[key] = copyData((value as Record<string, unknown>)[key]);
   return copy as T;
 }
 

@@ -178,12 +178,17 @@ export class MemoryStore implements SessionStore {
     storeInput.checkLeaseRequest(options);
     const wanted = storeInput.leaseFingerprints(options);
     if (wanted === null) return this.grant(options, () => true);
-    const served = this.announced("serves");
+    // The live announcements are read only when a session pinned to a migrating fingerprint has work.
+    let served: Set<string> | undefined;
+    const isServed = (record: MemorySessionRecord): boolean => {
+      served ??= this.announced("serves");
+      return served.has(`${record.agent}\0${record.fingerprint}`);
+    };
     return this.grant(
       options,
       (record) =>
         wanted.served.includes(record.fingerprint) ||
-        (wanted.migrating.includes(record.fingerprint) && !served.has(`${record.agent}\0${record.fingerprint}`)),
+        (wanted.migrating.includes(record.fingerprint) && !isServed(record)),
     );
   }
 
@@ -228,10 +233,10 @@ export class MemoryStore implements SessionStore {
   private grant(options: AcquireLeaseOptions, fits: (record: MemorySessionRecord) => boolean): Lease | null {
     const now = this.now();
     for (const record of this.records.values()) {
-      if (!options.agents.includes(record.agent)) continue;
+      // Cheapest first: most sessions have no work.
+      if (!record.runnable && (record.inbox.at(-1)?.seq ?? 0) <= record.inboxCursor) continue;
       if (record.leaseOwner !== null && (record.leaseExpiresAt ?? 0) > now) continue;
-      const pendingInbox = (record.inbox.at(-1)?.seq ?? 0) > record.inboxCursor;
-      if (!record.runnable && !pendingInbox) continue;
+      if (!options.agents.includes(record.agent)) continue;
       if (!fits(record)) continue;
       record.fence += 1;
       record.leaseOwner = options.workerId;
