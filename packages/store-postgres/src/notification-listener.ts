@@ -44,10 +44,20 @@ function batchNotice(payload: string): StoreNotification | null {
   // read makes the notice name the session only (the follower reads).
   const time = typeof batch.a === "string" ? (parseTimestamptz(batch.a) as unknown) : null;
   if (!(time instanceof Date) || Number.isNaN(time.getTime())) return { kind: "events", sessionId: batch.s };
-  const at = time.toISOString();
-  let seq = batch.l - batch.e.length;
-  const events = batch.e.map((event) => ({ seq: ++seq, at, type: event.type, data: event.data }) as SessionEvent);
-  return { kind: "events", sessionId: batch.s, events };
+  return { kind: "events", sessionId: batch.s, events: batchEvents(batch.l, time.toISOString(), batch.e) };
+}
+
+/**
+ * The events of one batch (`event_batches` row, or a notice that carries one): seqs one per event,
+ * ending with the batch's last seq, all at the batch's time.
+ */
+export function batchEvents(
+  lastSeq: number,
+  at: string,
+  events: readonly { readonly type: string; readonly data: unknown }[],
+): SessionEvent[] {
+  let seq = lastSeq - events.length;
+  return events.map((event) => ({ seq: ++seq, at, type: event.type, data: event.data }) as SessionEvent);
 }
 
 const parseTimestamptz = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, "text");

@@ -25,7 +25,7 @@ import {
   type StoredSession,
   storeInput,
 } from "@durable-agents/core/engine";
-import { NotificationListener } from "./notification-listener.js";
+import { batchEvents, NotificationListener } from "./notification-listener.js";
 import { channelName, schemaName } from "./schema-name.js";
 import { storeSql, type StoreSql } from "./store-sql.js";
 
@@ -312,12 +312,9 @@ export class PostgresStore implements SessionStore {
     );
     const events: SessionEvent[] = [];
     for (const row of result.rows) {
-      const at = row.at.toISOString();
-      let seq = Number(row.last_seq) - row.events.length;
-      for (const event of row.events) {
-        seq += 1;
-        if (seq <= afterSeq) continue;
-        events.push({ seq, at, type: event.type, data: event.data } as SessionEvent);
+      for (const event of batchEvents(Number(row.last_seq), row.at.toISOString(), row.events)) {
+        if (event.seq <= afterSeq) continue;
+        events.push(event);
         if (events.length === limit) return events;
       }
     }

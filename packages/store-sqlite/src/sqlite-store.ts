@@ -70,11 +70,6 @@ const openStores = new Map<string, Set<SqliteStore>>();
 /** How long the SQLite call itself waits for a lock before the store waits without blocking. */
 const SYNC_BUSY_MS = 0;
 
-/**
- * The embedded durable store: every session in one SQLite file, through Node's built-in
- * `node:sqlite`. Worker processes on one machine may share the file; leases fence them as on any
- * store. Each write is one transaction; the history and the events are appended, never rewritten.
- */
 /** An event as its row holds it: the data as JSON text. */
 interface StoredEventRow {
   readonly seq: number;
@@ -83,6 +78,16 @@ interface StoredEventRow {
   readonly data: string;
 }
 
+/** The event a row holds, as `readEvents` answers it. */
+function eventOfRow(row: StoredEventRow): SessionEvent {
+  return { seq: row.seq, at: row.at, type: row.type, data: JSON.parse(row.data) } as SessionEvent;
+}
+
+/**
+ * The embedded durable store: every session in one SQLite file, through Node's built-in
+ * `node:sqlite`. Worker processes on one machine may share the file; leases fence them as on any
+ * store. Each write is one transaction; the history and the events are appended, never rewritten.
+ */
 export class SqliteStore implements SessionStore {
   /** The store file's absolute path. */
   readonly path: string;
@@ -359,17 +364,9 @@ export class SqliteStore implements SessionStore {
   async readEvents(sessionId: string, afterSeq: number, limit = 1000): Promise<SessionEvent[]> {
     storeInput.checkEventPage(sessionId, afterSeq, limit);
     const rows = await this.read(
-      () =>
-        this.statements.readEvents.all(sessionId, afterSeq, limit) as {
-          seq: number;
-          at: string;
-          type: string;
-          data: string;
-        }[],
+      () => this.statements.readEvents.all(sessionId, afterSeq, limit) as unknown as StoredEventRow[],
     );
-    return rows.map(
-      (row) => ({ seq: row.seq, at: row.at, type: row.type, data: JSON.parse(row.data) }) as SessionEvent,
-    );
+    return rows.map(eventOfRow);
   }
 
   /**
@@ -427,9 +424,7 @@ export class SqliteStore implements SessionStore {
       kind: "events",
       sessionId,
       get events(): SessionEvent[] {
-        events ??= rows.map(
-          (row) => ({ seq: row.seq, at: row.at, type: row.type, data: JSON.parse(row.data) }) as SessionEvent,
-        );
+        events ??= rows.map(eventOfRow);
         return events;
       },
     });

@@ -50,6 +50,11 @@ export interface MemoryStoreOptions {
 /** The records of a store, for `memoryRawReader` only: the class's public surface exposes no storage. */
 let recordsOf: (store: MemoryStore) => ReadonlyMap<string, MemorySessionRecord>;
 
+/** A stored event as `readEvents` answers it. */
+function eventOf(event: MemorySessionRecord["events"][number]): SessionEvent {
+  return { ...(JSON.parse(event.body) as EventBody), seq: event.seq, at: event.at } as SessionEvent;
+}
+
 export class MemoryStore implements SessionStore {
   /** Private (a plain field, so that a `Proxy` around the store still works); `memoryRawReader` reads it. */
   private readonly records = new Map<string, MemorySessionRecord>();
@@ -282,8 +287,7 @@ export class MemoryStore implements SessionStore {
     const out: SessionEvent[] = [];
     // Events are kept in seq order with seq = index + 1.
     for (let i = Math.max(0, afterSeq); i < record.events.length && out.length < limit; i++) {
-      const event = record.events[i]!;
-      out.push({ ...(JSON.parse(event.body) as EventBody), seq: event.seq, at: event.at } as SessionEvent);
+      out.push(eventOf(record.events[i]!));
     }
     return out;
   }
@@ -321,9 +325,7 @@ export class MemoryStore implements SessionStore {
       kind: "events",
       sessionId: record.sessionId,
       get events(): SessionEvent[] {
-        events ??= appended.map(
-          (event) => ({ ...(JSON.parse(event.body) as EventBody), seq: event.seq, at: event.at }) as SessionEvent,
-        );
+        events ??= appended.map(eventOf);
         return events;
       },
     });
