@@ -9,12 +9,15 @@
  * launches the steps the machine started, each in its own
  * `ctx.run` (the calls of one response run concurrently), and waits for the first of: a step's
  * result, a batch of text deltas of a streaming model step (an awakeable the step resolves through
- * the ingress), a wake-up from the inbox object (an awakeable it resolves with new entries), or the time the machine names (a durable timer). It ends once nothing runs and
- * nothing falls due: a session waiting for a person holds no invocation; the next inbox entry
- * sends a new drive.
+ * the ingress), the next inbox entry (a named signal the inbox object sends to the drives that may
+ * be running, `inbox:<seq>`: no registration, so no invocation), or the time the machine names (a
+ * durable timer). It ends once nothing runs and nothing falls due: a session waiting for a person
+ * holds no invocation; the next inbox entry sends a new drive. A drive sent while another had not
+ * ended may have waited for the object while entries came, and signals to a waiting invocation
+ * are lost: it reads the inbox past its cursor when it starts.
  *
  * The clock of a transition is journaled with what triggered it: a step's result carries the time
- * it ended; a drive's start, a wake-up with entries and a timer read a journaled clock.
+ * it ended; a drive's start, an entry's signal and a timer read a journaled clock.
  *
  * Crashes: Restate replays the drive's journal, so every transition and every step result already
  * journaled comes back as it was, in the same order (the machine is pure and its clock journaled).
@@ -24,7 +27,7 @@
  *   means the tool may have run, so the attempt is reported failed (`outcome_unknown`) and the tool
  *   never runs again;
  * - a read, an idempotent write or a model call is started by the entry that triggered its
- *   transition (a step's result, or the clock read after a drive's start, a wake-up or a timer):
+ *   transition (a step's result, or the clock read after a drive's start, an entry's signal or a timer):
  *   when that was replayed, the attempt is reported failed and the machine runs another one (a read
  *   runs again, an idempotent write with the same key, a model call counts an attempt), so a crash
  *   never resets an attempt count.
@@ -57,8 +60,8 @@ import {
 } from "@durable-agents/core/engine";
 import type { SessionHistories } from "./histories.js";
 import { getAll } from "./inbox-object.js";
-import type { ServiceNames } from "./names.js";
-import type { DeltaBatch, DriveRequest, DriverWake, EndedRequest, SessionMeta, Wake } from "./protocol.js";
+import { entrySignal, type ServiceNames } from "./names.js";
+import type { DeltaBatch, DriveRequest, EndedRequest, SessionMeta, Wake } from "./protocol.js";
 import { writeEvents } from "./session-object.js";
 import {
   DeltaMailbox,
@@ -144,7 +147,7 @@ export async function driveSession(
       return;
     }
     const drive = new Drive(ctx, options, definition, head, meta as SessionMeta);
-    await drive.run(request?.entries ?? [], request?.handover === true);
+    await drive.run(request?.entries ?? [], request?.handover === true, request?.catchUp === true);
   } finally {
     options.onDriveEnd?.();
   }
@@ -164,8 +167,8 @@ class Drive {
     string,
     { promise: restate.RestatePromise<Done>; mailbox: DeltaMailbox; written: number }
   >();
-  /** The wake-up registered with the inbox object, while not resolved. */
-  private wake: { readonly id: string; readonly promise: restate.RestatePromise<Done> } | null = null;
+  /** The signal of the next inbox entry, while not received. */
+  private wake: { readonly seq: number; readonly promise: restate.RestatePromise<Done> } | null = null;
   private timer: { readonly at: number; readonly promise: restate.RestatePromise<Done> } | null = null;
   private readonly turnSignals = new TurnSignals();
   private readonly deps: StepDeps;
@@ -188,17 +191,41 @@ class Drive {
     };
   }
 
-  async run(handed: readonly InboxItem[], handover: boolean): Promise<void> {
-    const entries = await this.connect(handed);
+  async run(handed: readonly InboxItem[], handover: boolean, catchUp: boolean): Promise<void> {
+    const entries = await this.connect(handed, catchUp || handover);
     // A drive that finds steps started in the head took over from a drive that was killed (not
     // replayed): the machine's recovery rules apply.
     const recovering = hasStartedSteps(this.head);
     // Sent for an entry a drive before it applied: nothing to do, unless a turn waits (a decision may be due).
-    if (entries.length === 0 && !handover && !recovering && !isTurnActive(this.head.turn)) return;
+    if (entries.length === 0 && !handover && !recovering && !isTurnActive(this.head.turn)) return this.end();
     const inputs: MachineInput[] = [];
     if (recovering) inputs.push({ type: "recover", fence: this.meta.version });
-    inputs.push(...this.inboxInputs(entries), { type: "tick" });
-    let live = await this.clock();
+    inputs.push(...this.inboxInputs(entries));
+    // Entries signalled before the drive's clock read comes back (sent before it started, or a moment
+    // after) are applied with those it was handed, in one transition, as a worker applies what it
+    // finds in the inbox together.
+    const ran = { live: false };
+    const clock = this.ctx
+      .run("clock", () => {
+        ran.live = true;
+        return Date.now();
+      })
+      .map((at): Done | { readonly kind: "clock"; readonly at: number } => ({ kind: "clock", at: at ?? 0 }));
+    this.wake = this.nextEntry((entries.at(-1)?.seq ?? this.head.inboxCursor) + 1);
+    for (;;) {
+      const first = await restate.RestatePromise.race([clock, this.wake.promise]);
+      if (first.kind === "clock") {
+        this.now = Math.max(this.now, first.at);
+        break;
+      }
+      if (first.kind !== "wake") continue;
+      const item = first.wake.entries.find((entry) => entry.seq === this.wake!.seq);
+      if (!item) continue;
+      inputs.push(...this.inboxInputs([item]));
+      this.wake = this.nextEntry(item.seq + 1);
+    }
+    inputs.push({ type: "tick" });
+    let live = ran.live;
     if (!(await this.takeDefinition())) return this.end();
     let deltas: readonly EventBody[] = [];
     const limit = this.options.transitionsPerDrive ?? 200;
@@ -210,19 +237,19 @@ class Drive {
       if (this.pending.size === 0) {
         if (this.nextAt === null) return this.end();
         if (this.transitions >= limit) {
-          // Hand over to a fresh drive with a short journal; it starts with a tick.
-          this.ctx.genericSend({
+          // Hand over to a fresh drive with a short journal; it starts with a tick (and reads the
+          // inbox: it waits for this drive's end, and signals to a waiting drive are lost).
+          const next = this.ctx.genericSend({
             service: this.options.names.session,
             method: "drive",
             key: this.sessionId,
             parameter: { entries: [], handover: true } satisfies DriveRequest,
             inputSerde: restate.serde.json,
           });
-          return this.end(true);
+          return this.end(await next.invocationId);
         }
       }
-      // The wake-up is registered alongside the steps, not before them: a step starts at once.
-      if (!this.wake) this.wake = this.registerWake();
+      if (this.wake?.seq !== this.head.inboxCursor + 1) this.wake = this.nextEntry(this.head.inboxCursor + 1);
       const waits = [...this.pending.values(), ...[...this.deltas.values()].map((d) => d.promise), this.wake.promise];
       const timer = this.timerFor(this.nextAt);
       if (timer) waits.push(timer);
@@ -239,7 +266,7 @@ class Drive {
         this.streamed(done.key, done.batch);
       } else if (done.kind === "wake") {
         this.wake = null;
-        const fresh = done.wake.entries.filter((item) => item.seq > this.head.inboxCursor);
+        const fresh = this.following(done.wake.entries);
         if (fresh.length > 0) {
           inputs.push(...this.inboxInputs(fresh));
           live = await this.clock();
@@ -254,13 +281,13 @@ class Drive {
 
   /**
    * The handed entries past the head's cursor, in order; when they do not follow on from the
-   * cursor (an entry in between was not handed to this drive), the inbox is read from the cursor.
+   * cursor (an entry in between was not handed to this drive), or the drive may have waited for
+   * the object while entries came (`read`), the inbox is read from the cursor.
    */
-  private async connect(handed: readonly InboxItem[]): Promise<InboxItem[]> {
+  private async connect(handed: readonly InboxItem[], read: boolean): Promise<InboxItem[]> {
     const cursor = this.head.inboxCursor;
-    const entries = [...handed].filter((item) => item.seq > cursor).sort((a, b) => a.seq - b.seq);
-    const follows = entries.every((item, i) => item.seq === cursor + 1 + i);
-    if (follows) return entries;
+    const entries = this.following(handed);
+    if (!read && entries.length === handed.filter((item) => item.seq > cursor).length) return entries;
     return this.ctx.genericCall<{ after: number }, InboxItem[]>({
       service: this.options.names.inbox,
       method: "inbox",
@@ -271,34 +298,38 @@ class Drive {
     });
   }
 
-  /** Registers a wake-up awakeable with the inbox object (a one-way send: no round trip). */
-  private registerWake(): NonNullable<Drive["wake"]> {
-    const awakeable = this.ctx.awakeable<Wake>();
-    this.ctx.genericSend<DriverWake>({
-      service: this.options.names.inbox,
-      method: "watch",
-      key: this.sessionId,
-      parameter: { awakeableId: awakeable.id, cursor: this.head.inboxCursor },
-      inputSerde: restate.serde.json,
-    });
+  /** The entries that follow on from the head's cursor without a gap, in order. */
+  private following(items: readonly InboxItem[]): InboxItem[] {
+    const cursor = this.head.inboxCursor;
+    const sorted = items.filter((item) => item.seq > cursor).sort((a, b) => a.seq - b.seq);
+    const gap = sorted.findIndex((item, i) => item.seq !== cursor + 1 + i);
+    return gap === -1 ? sorted : sorted.slice(0, gap);
+  }
+
+  /** Waits for the signal of the inbox entry with this seq (sent by the inbox object's `enqueue`). */
+  private nextEntry(seq: number): NonNullable<Drive["wake"]> {
     return {
-      id: awakeable.id,
-      promise: awakeable.promise.map((wake) => ({ kind: "wake", wake: wake ?? { entries: [] } }) as Done),
+      seq,
+      promise: this.ctx
+        .signal<Wake>(entrySignal(seq))
+        .map((wake) => ({ kind: "wake", wake: wake ?? { entries: [] } }) as Done),
     };
   }
 
   /**
-   * Ends the drive: the session is no longer running (unless a fresh drive takes over), and the
-   * inbox object learns where the session is and which wake-up it leaves.
+   * Ends the drive: the session is no longer running (unless `next`, a fresh drive, takes over),
+   * and the inbox object learns where the session is and that this drive ended.
    */
-  private end(handover = false): void {
+  private end(next: string | null = null): void {
+    const handover = next !== null;
     if (!handover) this.setMeta({ ...this.meta, running: false });
     this.ctx.genericSend<EndedRequest>({
       service: this.options.names.inbox,
       method: "ended",
       key: this.sessionId,
       parameter: {
-        awakeableId: this.wake?.id ?? null,
+        invocationId: this.ctx.request().id,
+        ...(handover ? { next } : {}),
         version: this.meta.version,
         lastEventSeq: this.meta.lastEventSeq,
         inboxCursor: this.head.inboxCursor,

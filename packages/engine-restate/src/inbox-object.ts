@@ -6,9 +6,11 @@
  * session object (`session-object.ts`), which stays locked while a turn runs.
  *
  * How an entry reaches the drive: every entry is sent to a new drive invocation of the session
- * object (its parameter), so none is ever lost; and when a drive is running and waiting (it
- * registered a wake-up awakeable with `watch`), the entry resolves that awakeable too, so the
- * running drive applies it at once and the drive sent for it later finds nothing to do.
+ * object (its parameter), so none is ever lost; and it is signalled (a named signal, `inbox:<seq>`)
+ * to every drive sent before and not known to have ended, so the one running applies it at once
+ * and the drive sent for it later finds nothing to do. A signal sent to a drive that still waits
+ * for the object's lock is lost, so a drive sent while another had not ended reads the inbox past
+ * its cursor when it starts (`catchUp`): an entry that came while it waited is applied then.
  *
  * How a long poll is answered: at once when the inbox moved past it, or the session moved past it
  * as of the last drive's end (`known`); with "running" while a drive may be running (the poller
@@ -19,13 +21,12 @@
  */
 import * as restate from "@restatedev/restate-sdk";
 import type { ErrorCode, InboxItem } from "@durable-agents/core";
-import type { ServiceNames } from "./names.js";
+import { entrySignal, type ServiceNames } from "./names.js";
 import type {
   Answer,
   CommitResult,
   CreateRequest,
   DriveRequest,
-  DriverWake,
   EndedRequest,
   EnqueueRequest,
   EnqueueResult,
@@ -86,23 +87,45 @@ function answerMoved(ctx: Writer, meta: InboxMeta, watchers: readonly Watcher[])
   return waiting;
 }
 
-/** Resolves the drive's wake-up with the entries past its cursor. */
-async function wakeDriver(ctx: Writer, meta: InboxMeta, wake: DriverWake): Promise<InboxMeta> {
-  const entries = await readInbox(ctx, wake.cursor, meta.inboxSeq);
-  ctx.resolveAwakeable<Wake>(wake.awakeableId, { entries });
-  return { ...meta, driverWake: null };
+/**
+ * Drives kept at most (oldest dropped): more drives than this wait only when entries pile up behind
+ * a long turn, and a drive dropped from the list still gets every entry through its own drive.
+ */
+const maxDrives = 32;
+
+/**
+ * Sends a drive for `entries` and adds its invocation ID to the meta's drives. A drive sent while
+ * others have not ended may wait behind them, so it catches up with the inbox when it starts.
+ */
+async function sendDrive(
+  ctx: Writer,
+  names: ServiceNames,
+  meta: InboxMeta,
+  entries: readonly InboxItem[],
+): Promise<InboxMeta> {
+  const drives = meta.drives ?? [];
+  const handle = ctx.genericSend({
+    service: names.session,
+    method: "drive",
+    key: ctx.key,
+    parameter: { entries, ...(drives.length > 0 ? { catchUp: true } : {}) } satisfies DriveRequest,
+    inputSerde: restate.serde.json,
+  });
+  const id = await handle.invocationId;
+  return { ...meta, drives: [...drives, id].slice(-maxDrives) };
+}
+
+/** Hands the entry to the drives that may be running (the one that is receives it; signals to the others are lost). */
+function signalDrives(ctx: Writer, meta: InboxMeta, item: InboxItem): void {
+  for (const id of meta.drives ?? []) {
+    ctx
+      .invocation(restate.InvocationIdParser.fromString(id))
+      .signal<Wake>(entrySignal(item.seq))
+      .resolve({ entries: [item] });
+  }
 }
 
 export function inboxObject(names: ServiceNames) {
-  const drive = (ctx: Writer, request: DriveRequest) =>
-    ctx.genericSend({
-      service: names.session,
-      method: "drive",
-      key: ctx.key,
-      parameter: request,
-      inputSerde: restate.serde.json,
-    });
-
   return restate.object({
     name: names.inbox,
     description: "The inbox and the long polls of a Durable Agents session.",
@@ -126,7 +149,7 @@ export function inboxObject(names: ServiceNames) {
           });
           let meta: InboxMeta = {
             inboxSeq: 0,
-            driverWake: null,
+            drives: [],
             watchers: [],
             known: { version: created.version, lastEventSeq: created.lastEventSeq },
             active: false,
@@ -136,8 +159,7 @@ export function inboxObject(names: ServiceNames) {
             const item = { ...inbox.entry, seq: 1 } as InboxItem;
             ctx.set("i:1", item);
             if (inbox.dedupeKey !== null) ctx.set(`d:${inbox.dedupeKey}`, 1);
-            meta = { ...meta, inboxSeq: 1, active: true };
-            drive(ctx, { entries: [item] });
+            meta = await sendDrive(ctx, names, { ...meta, inboxSeq: 1, active: true }, [item]);
           }
           ctx.set("meta", meta);
           return ok(created);
@@ -145,8 +167,8 @@ export function inboxObject(names: ServiceNames) {
       ),
 
       /**
-       * Appends an entry once per dedupe key, wakes the running drive, and sends a drive for the
-       * entry (which finds nothing to do when the running drive applied it).
+       * Appends an entry once per dedupe key, signals it to the drives that may be running, and
+       * sends a drive for the entry (which finds nothing to do when the running drive applied it).
        */
       enqueue: restate.handlers.object.exclusive(
         async (ctx: Writer, req: EnqueueRequest): Promise<Answer<EnqueueResult>> => {
@@ -164,25 +186,10 @@ export function inboxObject(names: ServiceNames) {
           meta = { ...meta, inboxSeq: seq, active: true };
           // Every watcher saw an older inbox: answered now.
           meta = { ...meta, watchers: answerMoved(ctx, meta, meta.watchers) };
-          if (meta.driverWake) meta = await wakeDriver(ctx, meta, meta.driverWake);
+          signalDrives(ctx, meta, item);
+          meta = await sendDrive(ctx, names, meta, [item]);
           ctx.set("meta", meta);
-          drive(ctx, { entries: [item] });
           return ok({ seq, duplicate: false });
-        },
-      ),
-
-      /**
-       * A running drive about to wait: the entries past its cursor resolve its awakeable at once;
-       * with none, it is kept, and the next entry resolves it.
-       */
-      watch: restate.handlers.object.exclusive(
-        { ingressPrivate: true },
-        async (ctx: Writer, wake: DriverWake): Promise<void> => {
-          const stored = await ctx.get<InboxMeta>("meta");
-          if (!stored) return;
-          let meta: InboxMeta = { ...stored, driverWake: wake };
-          if (meta.inboxSeq > wake.cursor) meta = await wakeDriver(ctx, meta, wake);
-          ctx.set("meta", meta);
         },
       ),
 
@@ -199,7 +206,10 @@ export function inboxObject(names: ServiceNames) {
               lastEventSeq: Math.max(stored.known.lastEventSeq, req.lastEventSeq),
             },
           };
-          if (meta.driverWake?.awakeableId === req.awakeableId) meta = { ...meta, driverWake: null };
+          // Restate runs a key's drives in the order they were sent: this one and those before it ended.
+          const drives = meta.drives ?? [];
+          const at = drives.indexOf(req.invocationId);
+          meta = { ...meta, drives: [...drives.slice(at + 1), ...(req.next ? [req.next] : [])] };
           // Entries the drive did not apply go to the drives sent for them: the session runs on.
           meta = { ...meta, active: req.handover || meta.inboxSeq > req.inboxCursor };
           meta = { ...meta, watchers: answerMoved(ctx, meta, meta.watchers) };

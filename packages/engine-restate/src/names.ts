@@ -31,3 +31,6 @@ export function serviceNames(prefix = ""): ServiceNames {
     watch: `${prefix}DurableSessionWatch`,
   };
 }
+
+/** The name of the signal that hands a running drive the inbox entry with this seq. */
+export const entrySignal = (seq: number): string => `inbox:${seq}`;

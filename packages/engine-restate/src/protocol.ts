@@ -39,8 +39,12 @@ export interface SessionMeta {
 export interface InboxMeta {
   /** The seq of the last entry stored (`i:1` … `i:<inboxSeq>`). */
   readonly inboxSeq: number;
-  /** The running drive's wake-up awakeable, resolved by the next entry. */
-  readonly driverWake: DriverWake | null;
+  /**
+   * The invocation IDs of the drives sent and not known to have ended, oldest first (Restate runs
+   * them in that order): each new entry is signalled to all of them, so the one running applies it
+   * at once. Missing in meta written before it was added.
+   */
+  readonly drives?: readonly string[];
   /** Long polls of an idle session, waiting for it to move past their cursors. */
   readonly watchers: readonly Watcher[];
   /** Where the session was when its last drive ended (what a new watcher is compared with). */
@@ -50,12 +54,6 @@ export interface InboxMeta {
    * may move at any moment, so a long poll is told to follow the session's status instead.
    */
   readonly active: boolean;
-}
-
-export interface DriverWake {
-  readonly awakeableId: string;
-  /** The drive's inbox cursor when it registered: entries past it are handed over. */
-  readonly cursor: number;
 }
 
 export interface Watcher extends SessionCursor {
@@ -85,16 +83,24 @@ export interface DriveRequest {
   readonly entries: readonly InboxItem[];
   /** Sent by a drive that handed over to a fresh one (a long journal): it starts with a tick. */
   readonly handover?: boolean;
+  /**
+   * Sent while another drive had not ended: this one may wait behind it, and a signal sent to a
+   * drive that waits for the object is lost, so it reads the inbox past its cursor when it starts.
+   */
+  readonly catchUp?: boolean;
 }
 
-/** What resolves a drive's wake-up awakeable: the inbox entries past its cursor. */
+/** What an entry's signal carries: the entry. */
 export interface Wake {
   readonly entries: readonly InboxItem[];
 }
 
-/** A drive that ends tells the inbox object where the session is and which wake-up it leaves. */
+/** A drive that ends tells the inbox object where the session is. */
 export interface EndedRequest {
-  readonly awakeableId: string | null;
+  /** The drive's invocation ID: it and every drive sent before it have ended. */
+  readonly invocationId: string;
+  /** The invocation ID of the fresh drive it handed over to. */
+  readonly next?: string;
   readonly version: number;
   readonly lastEventSeq: number;
   /** The head's inbox cursor: entries past it go to the drives sent for them. */
