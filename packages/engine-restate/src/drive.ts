@@ -12,9 +12,9 @@
  * the ingress), the next inbox entry (a named signal the inbox object sends to the drives that may
  * be running, `inbox:<seq>`: no registration, so no invocation), or the time the machine names (a
  * durable timer). It ends once nothing runs and nothing falls due: a session waiting for a person
- * holds no invocation; the next inbox entry sends a new drive. A drive sent while another had not
- * ended may have waited for the object while entries came, and signals to a waiting invocation
- * are lost: it reads the inbox past its cursor when it starts.
+ * holds no invocation; the next inbox entry sends a new drive. (A signal sent to a drive still
+ * waiting for the object's lock is lost: the inbox object signals again what a drive left
+ * unapplied when it ends.)
  *
  * The clock of a transition is journaled with what triggered it: a step's result carries the time
  * it ended; a drive's start, an entry's signal and a timer read a journaled clock.
@@ -37,6 +37,7 @@ import {
   type DefinitionMigration,
   type EventBody,
   type InboxItem,
+  type SessionEvent,
   parseSessionHead,
   type SessionDefinition,
   type SessionHead,
@@ -62,6 +63,7 @@ import type { SessionHistories } from "./histories.js";
 import { getAll } from "./inbox-object.js";
 import { entrySignal, type ServiceNames } from "./names.js";
 import type { DeltaBatch, DriveRequest, EndedRequest, SessionMeta, Wake } from "./protocol.js";
+import { type LocalMove, localListeners, publishLocalMove } from "./local-moves.js";
 import { writeEvents } from "./session-object.js";
 import {
   DeltaMailbox,
@@ -132,6 +134,12 @@ export async function driveSession(
   options: DriveOptions,
   request: DriveRequest | null,
 ): Promise<void> {
+  let attached = false;
+  const detach = () => {
+    if (!attached) return;
+    attached = false;
+    publishLocalMove(options.names.session, { kind: "detached", sessionId: ctx.key });
+  };
   try {
     const [meta, stored] = await getAll<unknown>(ctx, ["meta", "head"]);
     if (!meta || !stored) return;
@@ -147,8 +155,13 @@ export async function driveSession(
       return;
     }
     const drive = new Drive(ctx, options, definition, head, meta as SessionMeta);
-    await drive.run(request?.entries ?? [], request?.handover === true, request?.catchUp === true);
+    attached = true;
+    publishLocalMove(options.names.session, { kind: "attached", sessionId: ctx.key });
+    // An attempt Restate ends (a lost connection, a timeout) may never return here.
+    ctx.request().attemptCompletedSignal.addEventListener("abort", detach, { once: true });
+    await drive.run(request?.entries ?? [], request?.handover === true);
   } finally {
+    detach();
     options.onDriveEnd?.();
   }
 }
@@ -171,6 +184,8 @@ class Drive {
   private wake: { readonly seq: number; readonly promise: restate.RestatePromise<Done> } | null = null;
   private timer: { readonly at: number; readonly promise: restate.RestatePromise<Done> } | null = null;
   private readonly turnSignals = new TurnSignals();
+  /** The events written since the meta was last written (told to this process's stores with it). */
+  private readonly written: SessionEvent[] = [];
   private readonly deps: StepDeps;
   private transitions = 0;
 
@@ -191,8 +206,8 @@ class Drive {
     };
   }
 
-  async run(handed: readonly InboxItem[], handover: boolean, catchUp: boolean): Promise<void> {
-    const entries = await this.connect(handed, catchUp || handover);
+  async run(handed: readonly InboxItem[], handover: boolean): Promise<void> {
+    const entries = await this.connect(handed);
     // A drive that finds steps started in the head took over from a drive that was killed (not
     // replayed): the machine's recovery rules apply.
     const recovering = hasStartedSteps(this.head);
@@ -237,8 +252,7 @@ class Drive {
       if (this.pending.size === 0) {
         if (this.nextAt === null) return this.end();
         if (this.transitions >= limit) {
-          // Hand over to a fresh drive with a short journal; it starts with a tick (and reads the
-          // inbox: it waits for this drive's end, and signals to a waiting drive are lost).
+          // Hand over to a fresh drive with a short journal; it starts with a tick.
           const next = this.ctx.genericSend({
             service: this.options.names.session,
             method: "drive",
@@ -281,18 +295,22 @@ class Drive {
 
   /**
    * The handed entries past the head's cursor, in order; when they do not follow on from the
-   * cursor (an entry in between was not handed to this drive), or the drive may have waited for
-   * the object while entries came (`read`), the inbox is read from the cursor.
+   * cursor (an entry in between was not handed to this drive), the inbox is read from the cursor.
    */
-  private async connect(handed: readonly InboxItem[], read: boolean): Promise<InboxItem[]> {
+  private async connect(handed: readonly InboxItem[]): Promise<InboxItem[]> {
     const cursor = this.head.inboxCursor;
     const entries = this.following(handed);
-    if (!read && entries.length === handed.filter((item) => item.seq > cursor).length) return entries;
+    if (entries.length === handed.filter((item) => item.seq > cursor).length) return entries;
+    return this.readInbox(cursor);
+  }
+
+  /** The inbox entries after `after` (a call to the inbox object's shared `inbox`). */
+  private readInbox(after: number): restate.RestatePromise<InboxItem[]> {
     return this.ctx.genericCall<{ after: number }, InboxItem[]>({
       service: this.options.names.inbox,
       method: "inbox",
       key: this.sessionId,
-      parameter: { after: cursor },
+      parameter: { after },
       inputSerde: restate.serde.json,
       outputSerde: restate.serde.json,
     });
@@ -343,6 +361,16 @@ class Drive {
   private setMeta(meta: SessionMeta, head: SessionHead = this.head): void {
     this.meta = { ...meta, inboxCursor: head.inboxCursor };
     this.ctx.set("meta", this.meta);
+    const move: LocalMove = {
+      kind: "wrote",
+      sessionId: this.sessionId,
+      events: this.written.splice(0),
+      version: this.meta.version,
+      lastEventSeq: this.meta.lastEventSeq,
+      inboxCursor: head.inboxCursor,
+      running: this.meta.running === true,
+    };
+    if (localListeners()) publishLocalMove(this.options.names.session, move);
   }
 
   /**
@@ -407,7 +435,7 @@ class Drive {
   /** Writes a definition transition (a pin, a wait mark, a migration) into the object's state. */
   private writeDefinition(t: DefinitionTransition): void {
     if (!t.changed) return;
-    const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, t.events, iso(this.now));
+    const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, t.events, iso(this.now), this.written);
     let { historyLength } = this.meta;
     t.appendHistory.forEach((item, index) => {
       this.ctx.set(`h:${historyLength + index}`, item);
@@ -484,7 +512,7 @@ class Drive {
   private write(t: Transition, deltas: readonly EventBody[]): void {
     const events = [...deltas, ...(t.changed ? t.events : [])];
     if (!t.changed && events.length === 0 && this.meta.running) return;
-    const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, events, iso(this.now));
+    const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, events, iso(this.now), this.written);
     let { version, historyLength } = this.meta;
     if (t.changed) {
       t.appendHistory.forEach((item, index) => {
@@ -504,7 +532,7 @@ class Drive {
     if (!entry) return;
     const events = unwrittenDeltas(batch.events, batch.first, entry.written);
     if (events.length > 0) {
-      const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, events, iso(batch.at));
+      const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, events, iso(batch.at), this.written);
       this.setMeta({ ...this.meta, lastEventSeq, running: true });
     }
     const written =

@@ -9,8 +9,9 @@
  * object (its parameter), so none is ever lost; and it is signalled (a named signal, `inbox:<seq>`)
  * to every drive sent before and not known to have ended, so the one running applies it at once
  * and the drive sent for it later finds nothing to do. A signal sent to a drive that still waits
- * for the object's lock is lost, so a drive sent while another had not ended reads the inbox past
- * its cursor when it starts (`catchUp`): an entry that came while it waited is applied then.
+ * for the object's lock is lost: when a drive ends leaving entries it did not apply (they came
+ * while it was ending), they are signalled again to the drives after it, the next of which then
+ * runs.
  *
  * How a long poll is answered: at once when the inbox moved past it, or the session moved past it
  * as of the last drive's end (`known`); with "running" while a drive may be running (the poller
@@ -93,10 +94,10 @@ function answerMoved(ctx: Writer, meta: InboxMeta, watchers: readonly Watcher[])
  */
 const maxDrives = 32;
 
-/**
- * Sends a drive for `entries` and adds its invocation ID to the meta's drives. A drive sent while
- * others have not ended may wait behind them, so it catches up with the inbox when it starts.
- */
+/** Entries signalled again at most when a drive ends leaving entries (each has its own drive anyway). */
+const maxSignalledAgain = 64;
+
+/** Sends a drive for `entries` and adds its invocation ID to the meta's drives. */
 async function sendDrive(
   ctx: Writer,
   names: ServiceNames,
@@ -108,7 +109,7 @@ async function sendDrive(
     service: names.session,
     method: "drive",
     key: ctx.key,
-    parameter: { entries, ...(drives.length > 0 ? { catchUp: true } : {}) } satisfies DriveRequest,
+    parameter: { entries } satisfies DriveRequest,
     inputSerde: restate.serde.json,
   });
   const id = await handle.invocationId;
@@ -210,6 +211,12 @@ export function inboxObject(names: ServiceNames) {
           const drives = meta.drives ?? [];
           const at = drives.indexOf(req.invocationId);
           meta = { ...meta, drives: [...drives.slice(at + 1), ...(req.next ? [req.next] : [])] };
+          // Entries that came while it was ending were signalled to it (too late) and to drives that
+          // were still waiting for the object (lost): again, now that the next one runs.
+          if (meta.inboxSeq > req.inboxCursor && (meta.drives ?? []).length > 0) {
+            const from = Math.max(req.inboxCursor, meta.inboxSeq - maxSignalledAgain);
+            for (const item of await readInbox(ctx, from, meta.inboxSeq)) signalDrives(ctx, meta, item);
+          }
           // Entries the drive did not apply go to the drives sent for them: the session runs on.
           meta = { ...meta, active: req.handover || meta.inboxSeq > req.inboxCursor };
           meta = { ...meta, watchers: answerMoved(ctx, meta, meta.watchers) };

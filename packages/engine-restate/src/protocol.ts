@@ -83,11 +83,6 @@ export interface DriveRequest {
   readonly entries: readonly InboxItem[];
   /** Sent by a drive that handed over to a fresh one (a long journal): it starts with a tick. */
   readonly handover?: boolean;
-  /**
-   * Sent while another drive had not ended: this one may wait behind it, and a signal sent to a
-   * drive that waits for the object is lost, so it reads the inbox past its cursor when it starts.
-   */
-  readonly catchUp?: boolean;
 }
 
 /** What an entry's signal carries: the entry. */

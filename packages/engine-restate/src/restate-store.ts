@@ -11,7 +11,9 @@
  *
  * `subscribe` is fed by long polls (the watch service) on the sessions this store touched in the
  * last half minute, while at least one listener is subscribed: the client's waits and event
- * followers wake up when a session moves, without polling it.
+ * followers wake up when a session moves, without polling it. While a session's drive runs in this
+ * very process (the store shares its process with the endpoint), the drive tells the store what it
+ * writes as it writes it (`local-moves.ts`), and the store does not poll the session meanwhile.
  */
 import { randomUUID } from "node:crypto";
 import {
@@ -36,6 +38,7 @@ import {
   storeInput,
 } from "@durable-agents/core/engine";
 import { IngressClient, type IngressOptions } from "./ingress.js";
+import { type LocalMove, subscribeLocalMoves } from "./local-moves.js";
 import { type ServiceNames, serviceNames } from "./names.js";
 import type { Answer, NextAnswer, NextRequest, PollAnswer, PollRequest, SessionCursor } from "./protocol.js";
 
@@ -59,6 +62,9 @@ const maxPollsAwaitingDrive = 10;
 /** The most events one poll brings along with its notice (more: the follower reads them). */
 const pollEventLimit = 200;
 
+/** While a drive runs in this process, its session is still read this often, to be safe. */
+const localCheckMs = 1_000;
+
 /** Sessions watched for notifications this long after the store last touched them. */
 const watchForMs = 30_000;
 /**
@@ -79,12 +85,27 @@ export class RestateSessionStore implements SessionStore {
   private readonly minPollIntervalMs: number;
   private lastListenerAt = 0;
   private closed = false;
+  /** Drive attempts running in this process, per session. */
+  private readonly localDrives = new Map<string, number>();
+  /** Per session: what local drives wrote and was not told yet, and when the last notice went. */
+  private readonly localNews = new Map<
+    string,
+    { events: SessionEvent[] | null; pending: boolean; at: number; timer: NodeJS.Timeout | null }
+  >();
+  /** Where the last local drive of each session left it, as it wrote it. */
+  private readonly lastLocal = new Map<string, SessionCursor & { readonly running: boolean }>();
+  /** Wakes a session's poll loop that waits while a local drive runs. */
+  private readonly pollWakes = new Map<string, () => void>();
+  private readonly unsubscribeLocal: () => void;
 
   constructor(options: RestateSessionStoreOptions) {
     this.names = serviceNames(options.prefix);
     this.ingress = new IngressClient(options);
     this.longPollMs = options.longPollMs ?? 10_000;
     this.minPollIntervalMs = options.minPollIntervalMs ?? 15;
+    this.unsubscribeLocal = subscribeLocalMoves((service, move) => {
+      if (service === this.names.session) this.localMove(move);
+    });
   }
 
   async createSession(session: NewSession): Promise<CommitResult> {
@@ -161,6 +182,9 @@ export class RestateSessionStore implements SessionStore {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.unsubscribeLocal();
+    for (const news of this.localNews.values()) if (news.timer) clearTimeout(news.timer);
+    this.localNews.clear();
     this.listeners.clear();
     for (const [, abort] of this.polling) abort.abort();
     this.polling.clear();
@@ -184,6 +208,7 @@ export class RestateSessionStore implements SessionStore {
     for (const [id, at] of this.touched) {
       if (Date.now() - at < watchForMs) break;
       this.touched.delete(id);
+      this.lastLocal.delete(id);
     }
     if (this.listeners.size > 0) this.poll(sessionId);
   }
@@ -209,6 +234,33 @@ export class RestateSessionStore implements SessionStore {
       try {
         const listening = () => this.listeners.size > 0 || Date.now() - this.lastListenerAt < lingerMs;
         while (!abort.signal.aborted && listening()) {
+          if ((this.localDrives.get(sessionId) ?? 0) > 0 && cursor !== null) {
+            // The drive runs here and tells what it writes: poll again once it ended (and, to be
+            // safe, every second meanwhile).
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(done, localCheckMs);
+              const wakes = this.pollWakes;
+              function done() {
+                clearTimeout(timer);
+                if (wakes.get(sessionId) === done) wakes.delete(sessionId);
+                resolve();
+              }
+              this.pollWakes.set(sessionId, done);
+            });
+            const local = this.lastLocal.get(sessionId);
+            if ((this.localDrives.get(sessionId) ?? 0) === 0 && local && !local.running) {
+              // It ended here, and told where it left the session: its listeners know; wait for
+              // what comes next (an entry, another process's drive) without reading it again.
+              cursor = {
+                version: Math.max(cursor.version, local.version),
+                lastEventSeq: Math.max(cursor.lastEventSeq, local.lastEventSeq),
+                inboxSeq: Math.max(cursor.inboxSeq, local.inboxSeq),
+              };
+              live = false;
+              continue;
+            }
+            live = true;
+          }
           const wait = polledAt + this.minPollIntervalMs - performance.now();
           if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
           polledAt = performance.now();
@@ -278,6 +330,58 @@ export class RestateSessionStore implements SessionStore {
     return { version: next.version, lastEventSeq: next.lastEventSeq, inboxSeq: next.inboxSeq };
   }
 
+  /**
+   * What a drive of this process did. Its writes are told at most every `minPollIntervalMs` per
+   * session (the first at once), with their events, as the polls they stand in for would; a
+   * drive's end is told at once, and the session's poll loop then reads the session again.
+   */
+  private localMove(move: LocalMove): void {
+    const { sessionId } = move;
+    if (move.kind === "attached") {
+      this.localDrives.set(sessionId, (this.localDrives.get(sessionId) ?? 0) + 1);
+      return;
+    }
+    if (move.kind === "detached") {
+      const left = (this.localDrives.get(sessionId) ?? 1) - 1;
+      if (left > 0) this.localDrives.set(sessionId, left);
+      else this.localDrives.delete(sessionId);
+      this.flushLocal(sessionId);
+      this.pollWakes.get(sessionId)?.();
+      return;
+    }
+    this.lastLocal.set(sessionId, {
+      version: move.version,
+      lastEventSeq: move.lastEventSeq,
+      inboxSeq: move.inboxCursor,
+      running: move.running,
+    });
+    if (this.listeners.size === 0) return;
+    const news = this.localNews.get(sessionId) ?? {
+      events: [],
+      pending: false,
+      at: Number.NEGATIVE_INFINITY,
+      timer: null,
+    };
+    this.localNews.set(sessionId, news);
+    news.events = mergeEvents(news.pending ? news.events : [], move.events);
+    news.pending = true;
+    const due = news.at + this.minPollIntervalMs - performance.now();
+    if (!move.running || due <= 0) this.flushLocal(sessionId);
+    else news.timer ??= setTimeout(() => this.flushLocal(sessionId), due);
+  }
+
+  private flushLocal(sessionId: string): void {
+    const news = this.localNews.get(sessionId);
+    if (!news?.pending) return;
+    if (news.timer) clearTimeout(news.timer);
+    news.timer = null;
+    news.pending = false;
+    news.at = performance.now();
+    const events = news.events;
+    news.events = [];
+    this.notify(events && events.length > 0 ? { kind: "events", sessionId, events } : { kind: "events", sessionId });
+  }
+
   private notify(notification: StoreNotification): void {
     for (const listener of [...this.listeners]) {
       try {
@@ -287,6 +391,14 @@ export class RestateSessionStore implements SessionStore {
       }
     }
   }
+}
+
+/** `kept` followed by `incoming`, or null (read instead) when they do not join without a gap. */
+function mergeEvents(kept: SessionEvent[] | null, incoming: readonly SessionEvent[]): SessionEvent[] | null {
+  if (kept === null) return null;
+  const last = kept.at(-1)?.seq;
+  if (last !== undefined && incoming.length > 0 && incoming[0]!.seq !== last + 1) return null;
+  return [...kept, ...incoming];
 }
 
 /** The value of an answer, or the typed error of core it carries. */

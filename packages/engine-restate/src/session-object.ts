@@ -8,7 +8,8 @@
  * turn.
  *
  * State layout (lazy state: a handler reads only the entries it needs): `meta` (version, last
- * event seq, history length), `head`, `h:<index>` one history item each, `e:<seq>` one event each.
+ * event seq, history length), `head`, `h:<index>` one history item each, `e:<seq>` the events of
+ * one write that end at that seq (one event, or an array of up to 16).
  * Nothing is ever rewritten whole: a transition writes the head, its new history items and its new
  * events, so its cost does not grow with the history.
  */
@@ -22,24 +23,59 @@ import type { CommitResult, DriveRequest, InitRequest, PollAnswer, PollRequest, 
 type Reader = restate.ObjectSharedContext;
 type Writer = restate.ObjectContext;
 
-/** Appends events after `meta.lastEventSeq`; returns the new last seq. */
-export function writeEvents(ctx: Writer, after: number, events: readonly EventBody[], at: string): number {
-  let seq = after;
-  for (const event of events) {
-    seq += 1;
-    ctx.set(`e:${seq}`, { type: event.type, data: event.data, at });
+/** An event as the session object stores it. */
+type StoredEvent = EventBody & { at: string };
+
+/** The most events one `e:` entry holds. */
+const eventsPerEntry = 16;
+
+/**
+ * Appends events after `meta.lastEventSeq` (and to `written`, as readers will read them); returns
+ * the new last seq. The events of one write go into as few state entries as they fit in, each
+ * under the seq of its last event: `e:<seq>` holds that one event, or an array of the events
+ * that end there (entries written before batches hold one event each).
+ */
+export function writeEvents(
+  ctx: Writer,
+  after: number,
+  events: readonly EventBody[],
+  at: string,
+  written?: SessionEvent[],
+): number {
+  for (let from = 0; from < events.length; from += eventsPerEntry) {
+    const chunk = events.slice(from, from + eventsPerEntry).map(({ type, data }) => ({ type, data, at }));
+    const last = after + from + chunk.length;
+    ctx.set(`e:${last}`, chunk.length === 1 ? chunk[0] : chunk);
+    if (written)
+      chunk.forEach((stored, i) => {
+        written.push({ ...stored, seq: last - chunk.length + 1 + i } as SessionEvent);
+      });
   }
-  return seq;
+  return after + events.length;
 }
 
-/** The stored events after `after`, up to `limit` of them. */
+/**
+ * The stored events after `after`, up to `limit` of them: the entries from `after + 1` on, and as
+ * many past the limit as the entry holding its last event may end after it.
+ */
 async function readEvents(ctx: Reader, meta: SessionMeta, after: number, limit: number): Promise<SessionEvent[]> {
   const last = Math.min(meta.lastEventSeq, after + limit);
-  const stored = await getAll<EventBody & { at: string }>(
+  const keys = range(after + 1, Math.min(meta.lastEventSeq, last + eventsPerEntry - 1));
+  const stored = await getAll<StoredEvent | StoredEvent[]>(
     ctx,
-    range(after + 1, last).map((seq) => `e:${seq}`),
+    keys.map((seq) => `e:${seq}`),
   );
-  return stored.flatMap((event, index) => (event ? [{ ...event, seq: after + 1 + index } as SessionEvent] : []));
+  const events: SessionEvent[] = [];
+  stored.forEach((entry, index) => {
+    if (!entry) return;
+    const end = keys[index]!;
+    const held = Array.isArray(entry) ? entry : [entry];
+    held.forEach((event, i) => {
+      const seq = end - held.length + 1 + i;
+      if (seq > after && seq <= last) events.push({ ...event, seq } as SessionEvent);
+    });
+  });
+  return events;
 }
 
 export function sessionObject(options: DriveOptions) {
