@@ -90,6 +90,8 @@ try {
   let own = ownCpuMs();
   let srv = cpu(server.pid);
   const mids = [];
+  const lasts = [];
+  const firsts = [];
   for (let t = 0; t < turns; t++) {
     marks.reset();
     const started = performance.now();
@@ -99,9 +101,18 @@ try {
       while (marks.ends.length < 5) await new Promise((r) => setTimeout(r, 2));
       turnMs.push(marks.ends[4] - started);
       await new Promise((r) => setTimeout(r, 100));
-    } else turnMs.push((await nextEnd()) - started);
+    } else {
+      const ended = await nextEnd();
+      turnMs.push(ended - started);
+      lasts.push(ended - marks.ends[4]);
+      firsts.push(marks.ends[0] - started);
+    }
     for (let i = 1; i < 5; i++) mids.push(marks.ends[i] - marks.ends[i - 1]);
   }
+  if (lasts.length > 0)
+    console.log(
+      `first step (message sent -> first mark) median ${[...firsts].sort((a, b) => a - b)[firsts.length >> 1].toFixed(2)} ms; last step (last mark -> turn_completed at the follower) median ${[...lasts].sort((a, b) => a - b)[lasts.length >> 1].toFixed(2)} ms`,
+    );
   console.log(`middle steps (mark to mark) median ${[...mids].sort((a, b) => a - b)[mids.length >> 1].toFixed(2)} ms`);
   own = ownCpuMs() - own;
   countPaths = false;
