@@ -233,11 +233,11 @@ class Drive {
         this.now = Math.max(this.now, first.at);
         break;
       }
-      if (first.kind !== "wake") continue;
-      const item = first.wake.entries.find((entry) => entry.seq === this.wake!.seq);
-      if (!item) continue;
-      inputs.push(...this.inboxInputs([item]));
-      this.wake = this.nextEntry(item.seq + 1);
+      const seq = this.wake.seq;
+      const item = first.kind === "wake" ? first.wake.entries.find((entry) => entry.seq === seq) : undefined;
+      // A signal without its entry (not the inbox object's) is ignored: wait for the next one of that name.
+      this.wake = this.nextEntry(item ? seq + 1 : seq);
+      if (item) inputs.push(...this.inboxInputs([item]));
     }
     inputs.push({ type: "tick" });
     let live = ran.live;

@@ -188,6 +188,7 @@ export class RestateSessionStore implements SessionStore {
     this.listeners.clear();
     for (const [, abort] of this.polling) abort.abort();
     this.polling.clear();
+    for (const wake of [...this.pollWakes.values()]) wake();
     this.ingress.close();
   }
 
