@@ -11,14 +11,20 @@ import type { SessionStore, StoredSession } from "./store.js";
 const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
 
 /**
- * Loads a session and parses its head. Null when the store has no such session. Throws
+ * Loads a session and parses its head (through `heads`, when given). Null when the store has no
+ * such session. Throws
  * `StoredStateError` for a head that is damaged or of an unknown schema version, and
  * `ContractViolationError` (party `store`) for an answer the store contract rules out.
  */
-export async function loadStoredSession(store: SessionStore, sessionId: string): Promise<StoredSession | null> {
+export async function loadStoredSession(
+  store: SessionStore,
+  sessionId: string,
+  heads?: HeadCache,
+): Promise<StoredSession | null> {
   const stored = await store.loadSession(sessionId);
   if (stored === null || stored === undefined) return null;
-  return parseStoredSession(stored, sessionId, `loadSession("${sessionId}")`);
+  const answer = `loadSession("${sessionId}")`;
+  return heads ? heads.parse(stored, sessionId, answer) : parseStoredSession(stored, sessionId, answer);
 }
 
 /**
@@ -61,13 +67,6 @@ export class HeadCache {
         break;
       }
     }
-  }
-
-  /** `loadStoredSession`, with the committed head when the store answers it unchanged. */
-  async load(store: SessionStore, sessionId: string): Promise<StoredSession | null> {
-    const stored = await store.loadSession(sessionId);
-    if (stored === null || stored === undefined) return null;
-    return this.parse(stored, sessionId, `loadSession("${sessionId}")`);
   }
 
   /** `parseStoredSession`, with the committed head when the store answers it unchanged. */

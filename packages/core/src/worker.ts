@@ -11,7 +11,7 @@ import { HistoryCache } from "./history-cache.js";
 import { driveSession, type DriveEnd } from "./session-driver.js";
 import type { AcquireLeaseOptions, AnnouncedDefinition, Lease, SessionStore, StoredSession } from "./store.js";
 import type { SessionHead } from "./schemas.js";
-import { HeadCache } from "./stored-session.js";
+import { HeadCache, loadStoredSession } from "./stored-session.js";
 
 export interface WorkerOptions {
   readonly store: SessionStore;
@@ -293,7 +293,7 @@ export class Worker {
       // A head this worker committed and the store answers unchanged is not parsed again.
       const stored = session
         ? this.headCache.parse(session, lease.sessionId, "acquireLeaseWithSession")
-        : await this.headCache.load(this.store, lease.sessionId);
+        : await loadStoredSession(this.store, lease.sessionId, this.headCache);
       const plan = stored ? this.planFor(stored.head) : null;
       if (!stored || !plan) return "missing";
       return driveSession({

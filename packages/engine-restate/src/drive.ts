@@ -63,7 +63,7 @@ import type { SessionHistories } from "./histories.js";
 import { getAll } from "./inbox-object.js";
 import { entrySignal, type ServiceNames } from "./names.js";
 import type { DeltaBatch, DriveRequest, EndedRequest, SessionMeta, Wake } from "./protocol.js";
-import { type LocalMove, localListeners, publishLocalMove } from "./local-moves.js";
+import { localListeners, publishLocalMove } from "./local-moves.js";
 import { writeEvents } from "./session-object.js";
 import {
   DeltaMailbox,
@@ -219,13 +219,11 @@ class Drive {
     // Entries signalled before the drive's clock read comes back (sent before it started, or a moment
     // after) are applied with those it was handed, in one transition, as a worker applies what it
     // finds in the inbox together.
-    const ran = { live: false };
-    const clock = this.ctx
-      .run("clock", () => {
-        ran.live = true;
-        return Date.now();
-      })
-      .map((at): Done | { readonly kind: "clock"; readonly at: number } => ({ kind: "clock", at: at ?? 0 }));
+    const read = this.clockRead();
+    const clock = read.at.map((at): Done | { readonly kind: "clock"; readonly at: number } => ({
+      kind: "clock",
+      at: at ?? 0,
+    }));
     this.wake = this.nextEntry((entries.at(-1)?.seq ?? this.head.inboxCursor) + 1);
     for (;;) {
       const first = await restate.RestatePromise.race([clock, this.wake.promise]);
@@ -240,7 +238,7 @@ class Drive {
       if (item) inputs.push(...this.inboxInputs([item]));
     }
     inputs.push({ type: "tick" });
-    let live = ran.live;
+    let live = read.ran.live;
     if (!(await this.takeDefinition())) return this.end();
     let deltas: readonly EventBody[] = [];
     const limit = this.options.transitionsPerDrive ?? 200;
@@ -361,16 +359,17 @@ class Drive {
   private setMeta(meta: SessionMeta, head: SessionHead = this.head): void {
     this.meta = { ...meta, inboxCursor: head.inboxCursor };
     this.ctx.set("meta", this.meta);
-    const move: LocalMove = {
+    const events = this.written.splice(0);
+    if (!localListeners()) return;
+    publishLocalMove(this.options.names.session, {
       kind: "wrote",
       sessionId: this.sessionId,
-      events: this.written.splice(0),
+      events,
       version: this.meta.version,
       lastEventSeq: this.meta.lastEventSeq,
       inboxCursor: head.inboxCursor,
       running: this.meta.running === true,
-    };
-    if (localListeners()) publishLocalMove(this.options.names.session, move);
+    });
   }
 
   /**
@@ -449,13 +448,19 @@ class Drive {
 
   /** A journaled clock read; true when it ran in this attempt (not replayed). */
   private async clock(): Promise<boolean> {
+    const read = this.clockRead();
+    this.now = Math.max(this.now, await read.at);
+    return read.ran.live;
+  }
+
+  /** Starts a journaled clock read; `ran.live` is set when it runs in this attempt. */
+  private clockRead(): { readonly at: restate.RestatePromise<number>; readonly ran: { live: boolean } } {
     const ran = { live: false };
-    const at = await this.ctx.run("clock", () => {
+    const at = this.ctx.run("clock", () => {
       ran.live = true;
       return Date.now();
     });
-    this.now = Math.max(this.now, at);
-    return ran.live;
+    return { at, ran };
   }
 
   private timerFor(at: number | null): restate.RestatePromise<Done> | null {
