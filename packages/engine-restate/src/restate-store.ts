@@ -238,16 +238,7 @@ export class RestateSessionStore implements SessionStore {
           if ((this.localDrives.get(sessionId) ?? 0) > 0 && cursor !== null) {
             // The drive runs here and tells what it writes: poll again once it ended (and, to be
             // safe, every second meanwhile).
-            await new Promise<void>((resolve) => {
-              const timer = setTimeout(done, localCheckMs);
-              const wakes = this.pollWakes;
-              function done() {
-                clearTimeout(timer);
-                if (wakes.get(sessionId) === done) wakes.delete(sessionId);
-                resolve();
-              }
-              this.pollWakes.set(sessionId, done);
-            });
+            await this.pause(sessionId, localCheckMs);
             const local = this.lastLocal.get(sessionId);
             if ((this.localDrives.get(sessionId) ?? 0) === 0 && local && !local.running) {
               // It ended here, and told where it left the session: its listeners know; wait for
@@ -263,7 +254,11 @@ export class RestateSessionStore implements SessionStore {
             live = true;
           }
           const wait = polledAt + this.minPollIntervalMs - performance.now();
-          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+          if (wait > 0) {
+            // A drive that starts here meanwhile wakes the wait: it is then followed as it writes.
+            await this.pause(sessionId, wait);
+            if ((this.localDrives.get(sessionId) ?? 0) > 0 && cursor !== null) continue;
+          }
           polledAt = performance.now();
           const touchedAt = this.touched.get(sessionId);
           if (touchedAt === undefined || Date.now() - touchedAt > watchForMs) break;
@@ -301,6 +296,10 @@ export class RestateSessionStore implements SessionStore {
             { signal: abort.signal },
           );
           if (next === null) continue; // timed out (or the session is gone: the next poll says)
+          // The answer counts as a read: the first poll of the drive an entry starts comes at most
+          // one interval later, or not at all when that drive starts in this process meanwhile (a
+          // poll at once would mostly find it not started yet).
+          polledAt = performance.now();
           // A new inbox entry starts a drive: follow it from its first write.
           live = next.running || (cursor !== null && next.inboxSeq > cursor.inboxSeq);
           cursor = this.moved(sessionId, cursor, next);
@@ -340,6 +339,7 @@ export class RestateSessionStore implements SessionStore {
     const { sessionId } = move;
     if (move.kind === "attached") {
       this.localDrives.set(sessionId, (this.localDrives.get(sessionId) ?? 0) + 1);
+      this.pollWakes.get(sessionId)?.();
       return;
     }
     if (move.kind === "detached") {
@@ -381,6 +381,20 @@ export class RestateSessionStore implements SessionStore {
     const events = news.events;
     news.events = [];
     this.notify(events && events.length > 0 ? { kind: "events", sessionId, events } : { kind: "events", sessionId });
+  }
+
+  /** Waits `ms`, or until a local drive of the session starts or ends, or the store closes. */
+  private pause(sessionId: string, ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wakes = this.pollWakes;
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        if (wakes.get(sessionId) === done) wakes.delete(sessionId);
+        resolve();
+      }
+      wakes.set(sessionId, done);
+    });
   }
 
   private notify(notification: StoreNotification): void {

@@ -97,6 +97,52 @@ describe("the Restate engine", () => {
     assert.equal(calls.get("events") ?? 0, 1, `handlers called: ${JSON.stringify([...calls])}`);
   });
 
+  it("a follower in the drive's own process follows back-to-back turns without polling the session", async () => {
+    const { sessionId } = await client.startSession({ agent: "engine" });
+    // A long poll interval: a poll of this store right after a long poll's answer (before the drive
+    // that answer announces started here) would be counted below.
+    const store = new RestateSessionStore({
+      url: restateFromEnv().ingressUrl,
+      prefix: env.prefix,
+      minPollIntervalMs: 400,
+    });
+    const calls = new Map<string, number>();
+    const call = store.ingress.call.bind(store.ingress);
+    store.ingress.call = ((service: string, key: string, handler: string, ...rest: unknown[]) => {
+      calls.set(handler, (calls.get(handler) ?? 0) + 1);
+      return (call as (...args: unknown[]) => Promise<unknown>)(service, key, handler, ...rest);
+    }) as typeof store.ingress.call;
+    const follower = new SessionClient({ store });
+    const seen: string[] = [];
+    let completed = 0;
+    const abort = new AbortController();
+    const following = (async () => {
+      for await (const event of follower.followEvents(sessionId, { after: 0, signal: abort.signal })) {
+        seen.push(event.type);
+        if (event.type === "turn_completed") completed += 1;
+      }
+    })().catch(() => {});
+    const turn = async (text: string) => {
+      const target = completed + 1;
+      await client.sendMessage(sessionId, text);
+      const deadline = Date.now() + 30_000;
+      while (completed < target && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    };
+    await turn("first");
+    // Let the follower's long poll settle after the first turn, then count.
+    await new Promise((r) => setTimeout(r, 600));
+    calls.clear();
+    for (let i = 0; i < 4; i++) await turn(`again ${i}`);
+    const polls = calls.get("poll") ?? 0;
+    abort.abort();
+    await following;
+    await store.close();
+    const all = (await client.readEvents(sessionId, { limit: 10_000 })).map((e) => e.type);
+    assert.deepEqual(seen, all.slice(0, seen.length), "every event once, in order");
+    assert.equal(completed, 5);
+    assert.equal(polls, 0, `handlers called during the four turns: ${JSON.stringify([...calls])}`);
+  });
+
   it("the store over the ingress refuses commits and leases, which the engine does itself", async () => {
     await assert.rejects(() => env.store.commit(), ConfigurationError.isInstance);
     await assert.rejects(() => env.store.acquireLease(), ConfigurationError.isInstance);

@@ -1,0 +1,105 @@
+/**
+ * Following a session whose drive runs in another process (a real endpoint child process, as in the
+ * crash tests): the follower's store reads the session at most every `minPollIntervalMs`, and the
+ * long poll's answer counts as one of those reads. So the poll of the drive a new entry starts
+ * comes one interval after the long poll announced the entry, not at once (when it would mostly
+ * find the drive not started yet), and the follower still sees every event once, in order.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SessionClient } from "@durable-agents/core";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { RestateSessionStore } from "../src/index.js";
+import { freePort, type RestateServer, registerDeployment, startRestateServer } from "../src/testing/index.js";
+import { EndpointProcess } from "./support/crash-rig.js";
+
+let server: RestateServer;
+let endpoint: EndpointProcess;
+let dir: string;
+const prefix = `follow${Math.random().toString(36).slice(2, 8)}`;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "engine-restate-follow-"));
+  server = await startRestateServer();
+  const port = await freePort();
+  endpoint = new EndpointProcess({
+    port,
+    ingressUrl: server.ingressUrl,
+    prefix,
+    executions: join(dir, "executions.jsonl"),
+    holdMs: 400,
+  });
+  await endpoint.start();
+  await registerDeployment(server.adminUrl, endpoint.url);
+}, 60_000);
+
+afterAll(async () => {
+  await endpoint?.stop();
+  await server?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("a follower in another process than the drive", () => {
+  it("reads the session at most every minPollIntervalMs, the long poll's answer included, and sees every event once", async () => {
+    const interval = 150;
+    const sender = new RestateSessionStore({ url: server.ingressUrl, prefix });
+    const client = new SessionClient({ store: sender });
+    const { sessionId } = await client.startSession({ agent: "crash" });
+    const store = new RestateSessionStore({ url: server.ingressUrl, prefix, minPollIntervalMs: interval });
+    // Every read of the session by the follower's store: a poll when it starts, a long poll when it answers.
+    const reads: { kind: string; at: number }[] = [];
+    const call = store.ingress.call.bind(store.ingress);
+    store.ingress.call = ((service: string, key: string, handler: string, ...rest: unknown[]) => {
+      if (handler === "poll") reads.push({ kind: "poll", at: performance.now() });
+      return (call as (...args: unknown[]) => Promise<unknown>)(service, key, handler, ...rest);
+    }) as typeof store.ingress.call;
+    const callService = store.ingress.callService.bind(store.ingress);
+    store.ingress.callService = (async (...args: unknown[]) => {
+      const answer = await (callService as (...a: unknown[]) => Promise<unknown>)(...args);
+      reads.push({ kind: "next", at: performance.now() });
+      return answer;
+    }) as typeof store.ingress.callService;
+    const follower = new SessionClient({ store });
+    const seen: string[] = [];
+    let completed = 0;
+    const abort = new AbortController();
+    const following = (async () => {
+      for await (const event of follower.followEvents(sessionId, { after: 0, signal: abort.signal })) {
+        seen.push(event.type);
+        if (event.type === "turn_completed") completed += 1;
+      }
+    })().catch(() => {});
+    for (let turn = 1; turn <= 3; turn++) {
+      await new Promise((r) => setTimeout(r, 300));
+      await client.sendMessage(sessionId, `call lookup {"id":"${turn}"}`);
+      const deadline = Date.now() + 30_000;
+      while (completed < turn && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    }
+    abort.abort();
+    await following;
+    await store.close();
+    await sender.close();
+    assert.equal(completed, 3);
+    const all = (await client.readEvents(sessionId, { limit: 10_000 })).map((e) => e.type);
+    assert.deepEqual(seen, all.slice(0, seen.length), "every event once, in order");
+    const polls = reads.filter((r) => r.kind === "poll");
+    assert.ok(polls.length >= 3, `the running turns were polled (${polls.length} polls)`);
+    assert.ok(reads.filter((r) => r.kind === "next").length >= 3, "between turns the session was long-polled");
+    // Each poll comes at least one interval after the store's read before it (timers may fire a
+    // moment early against performance.now()).
+    const gaps = polls
+      .map((poll) => {
+        const before = reads.filter((r) => r.at < poll.at && r !== poll).at(-1);
+        return before ? { after: before.kind, ms: poll.at - before.at } : null;
+      })
+      .filter((gap) => gap !== null);
+    const short = gaps.filter((gap) => gap.ms < interval - 5);
+    assert.deepEqual(short, [], `polls sooner than ${interval} ms after the read before them`);
+    assert.ok(
+      gaps.some((gap) => gap.after === "next"),
+      "some poll followed a long poll's answer (the turn's first)",
+    );
+  });
+});
