@@ -13,7 +13,10 @@
  * handler, the ingress answering the request. A step's end is marked
  * in the step itself (the model call's return, the tool body's return; each bare `ctx.run`
  * closure's return), so everything between two steps (the journal's round trips, the state
- * machine, the writes) is charged to a step. Also: the whole turn, the drive's journal bytes per
+ * machine, the writes) is charged to a step. After each turn of either variant the row waits until
+ * the endpoint runs nothing but the followers' long polls, so no turn runs beside what the turn
+ * before it left running (a session turn's `ended` and its follower's next long poll: their CPU is
+ * counted as the session's). Also: the whole turn, the drive's journal bytes per
  * step (`sys_journal`, kept for the benchmark), and CPU per step of this process (the endpoint
  * and the client) and of `restate-server` (`/proc`).
  */
@@ -118,6 +121,15 @@ export async function runRestatePhase(options: {
       prefix: "bench",
       engineOptions: { journalRetention: { hours: 1 } },
     });
+    // The invocations the endpoint runs at this moment, the followers' long polls (`next`) apart.
+    let busyStreams = 0;
+    endpoint.on("stream", (stream, headers) => {
+      if (String(headers[":path"]).includes(`/${engine.names.watch}/`)) return;
+      busyStreams += 1;
+      stream.once("close", () => {
+        busyStreams -= 1;
+      });
+    });
     endpoint.on(
       "request",
       restate.createEndpointHandler({ services: [...engine.services, bare], logger: quietLogger }),
@@ -218,6 +230,16 @@ export async function runRestatePhase(options: {
         .slice(-STEPS);
     }
 
+    /**
+     * After every turn of either variant, until the endpoint serves nothing but the followers' long
+     * polls: neither variant's turn runs beside what the other one left running (for the session,
+     * the drive's `ended` and its follower's next long poll; its CPU is counted as the session's).
+     */
+    const settle = async () => {
+      const until = performance.now() + 1_000;
+      while (busyStreams > 0 && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 1));
+    };
+
     const turnText = (tag: string) => `call look_up {"key":"a${tag}"}\nthen\ncall look_up {"key":"b${tag}"}`;
     /** One session per level, filled before anything is timed; the levels are then timed in turns. */
     interface Level {
@@ -271,6 +293,9 @@ export async function runRestatePhase(options: {
         let own = ownCpuMs();
         let srv = processCpuMs(server.pid);
         const s = await sessionTurn(level.follower, level.sessionId, turnText(`${level.size}-${round}`));
+        // What a turn leaves running after its end (the drive's `ended`, the follower's next long
+        // poll) is the session's: it finishes before the bare turn starts, and its CPU is counted.
+        await settle();
         const sessionCpu = { own: ownCpuMs() - own, server: processCpuMs(server.pid) - srv };
         if (timed) {
           level.sessionSteps.push(...s.steps);
@@ -279,10 +304,12 @@ export async function runRestatePhase(options: {
           level.journals.push(await journalOf(level.sessionId));
           level.cpu.session.own += sessionCpu.own;
           level.cpu.session.server += sessionCpu.server;
+          await settle();
         }
         own = ownCpuMs();
         srv = processCpuMs(server.pid);
         const b = await bareTurn(`bare-${level.size}`, level.payloads);
+        await settle();
         if (timed) {
           level.cpu.bare.own += ownCpuMs() - own;
           level.cpu.bare.server += processCpuMs(server.pid) - srv;
