@@ -60,11 +60,10 @@ import {
   TurnSignals,
 } from "@durable-agents/core/engine";
 import type { SessionHistories } from "./histories.js";
-import { getAll } from "./inbox-object.js";
 import { entrySignal, type ServiceNames } from "./names.js";
 import type { DeltaBatch, DriveRequest, EndedRequest, SessionMeta, Wake } from "./protocol.js";
 import { localListeners, publishLocalMove } from "./local-moves.js";
-import { writeEvents } from "./session-object.js";
+import { readMeta, type StoredHead, writeEvents } from "./session-object.js";
 import {
   DeltaMailbox,
   interruptedStep,
@@ -141,7 +140,7 @@ export async function driveSession(
     publishLocalMove(options.names.session, { kind: "detached", sessionId: ctx.key });
   };
   try {
-    const [meta, stored] = await getAll<unknown>(ctx, ["meta", "head"]);
+    const { meta, head: stored } = await readMeta(ctx);
     if (!meta || !stored) return;
     let head: SessionHead;
     try {
@@ -154,7 +153,7 @@ export async function driveSession(
       ctx.console.error(`session "${ctx.key}" is of agent "${head.agent}", which this endpoint does not serve`);
       return;
     }
-    const drive = new Drive(ctx, options, definition, head, meta as SessionMeta);
+    const drive = new Drive(ctx, options, definition, head, meta);
     attached = true;
     publishLocalMove(options.names.session, { kind: "attached", sessionId: ctx.key });
     // An attempt Restate ends (a lost connection, a timeout) may never return here.
@@ -355,10 +354,15 @@ class Drive {
     });
   }
 
-  /** Writes the meta, with the inbox cursor of `head` (the head being written; default the current one). */
-  private setMeta(meta: SessionMeta, head: SessionHead = this.head): void {
-    this.meta = { ...meta, inboxCursor: head.inboxCursor };
-    this.ctx.set("meta", this.meta);
+  /**
+   * Writes the meta, with the inbox cursor of `head`: alone, or with `head` when the transition
+   * changed it (one state entry for both; `head` defaults to the current one, which is then not
+   * written again).
+   */
+  private setMeta(meta: SessionMeta, head: SessionHead | null = null): void {
+    this.meta = { ...meta, inboxCursor: (head ?? this.head).inboxCursor };
+    if (head) this.ctx.set<StoredHead>("head", { ...head, $meta: this.meta });
+    else this.ctx.set("meta", this.meta);
     const events = this.written.splice(0);
     if (!localListeners()) return;
     publishLocalMove(this.options.names.session, {
@@ -367,7 +371,7 @@ class Drive {
       events,
       version: this.meta.version,
       lastEventSeq: this.meta.lastEventSeq,
-      inboxCursor: head.inboxCursor,
+      inboxCursor: this.meta.inboxCursor ?? this.head.inboxCursor,
       running: this.meta.running === true,
     });
   }
@@ -442,8 +446,7 @@ class Drive {
     this.options.histories.put(this.sessionId, historyLength, t.appendHistory);
     historyLength += t.appendHistory.length;
     this.head = t.head;
-    this.ctx.set("head", t.head);
-    this.setMeta({ version: this.meta.version + 1, lastEventSeq, historyLength, running: true });
+    this.setMeta({ version: this.meta.version + 1, lastEventSeq, historyLength, running: true }, t.head);
   }
 
   /** A journaled clock read; true when it ran in this attempt (not replayed). */
@@ -526,9 +529,8 @@ class Drive {
       this.options.histories.put(this.sessionId, historyLength, t.appendHistory);
       historyLength += t.appendHistory.length;
       version += 1;
-      this.ctx.set("head", t.head);
     }
-    this.setMeta({ version, lastEventSeq, historyLength, running: true }, t.changed ? t.head : this.head);
+    this.setMeta({ version, lastEventSeq, historyLength, running: true }, t.changed ? t.head : null);
   }
 
   /** Text deltas a model step streamed: written as events now (unless its step already ended). */

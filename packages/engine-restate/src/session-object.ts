@@ -7,9 +7,10 @@
  * steering, long polls) goes to the inbox object (`inbox-object.ts`), which is never locked by a
  * turn.
  *
- * State layout (lazy state: a handler reads only the entries it needs): `meta` (version, last
- * event seq, history length), `head`, `h:<index>` one history item each, `e:<seq>` the events of
- * one write that end at that seq (one event, or an array of up to 16).
+ * State layout (lazy state: a handler reads only the entries it needs): `head` (with the meta as
+ * of its write: version, last event seq, history length), `meta` (written alone when only it
+ * changes; the newer of the two counts), `h:<index>` one history item each, `e:<seq>` the events
+ * of one write that end at that seq (one event, or an array of up to 16).
  * Nothing is ever rewritten whole: a transition writes the head, its new history items and its new
  * events, so its cost does not grow with the history.
  */
@@ -22,6 +23,32 @@ import type { CommitResult, DriveRequest, InitRequest, PollAnswer, PollRequest, 
 
 type Reader = restate.ObjectSharedContext;
 type Writer = restate.ObjectContext;
+
+/**
+ * The head as the session object stores it: with the meta as of the transition that wrote it, so
+ * that a transition writes one entry for both. The `meta` entry is written alone when only the meta
+ * changes (events without a new head, a drive's end); the current meta is the newer of the two.
+ */
+export type StoredHead = SessionHead & { readonly $meta?: SessionMeta };
+
+/**
+ * The session's current meta: the `meta` entry's or the head's, whichever is newer (by version,
+ * then last event; on a tie the `meta` entry's, which is only ever written after the head).
+ */
+export function currentMeta(meta: SessionMeta | null, head: StoredHead | null): SessionMeta | null {
+  const withHead = head?.$meta ?? null;
+  if (withHead === null) return meta;
+  if (meta === null) return withHead;
+  const newer =
+    withHead.version > meta.version || (withHead.version === meta.version && withHead.lastEventSeq > meta.lastEventSeq);
+  return newer ? withHead : meta;
+}
+
+/** The meta and the head, in one round trip. */
+export async function readMeta(ctx: Reader): Promise<{ meta: SessionMeta | null; head: StoredHead | null }> {
+  const [meta, head] = await getAll<unknown>(ctx, ["meta", "head"]);
+  return { meta: currentMeta(meta as SessionMeta | null, head as StoredHead | null), head: head as StoredHead | null };
+}
 
 /** An event as the session object stores it. */
 type StoredEvent = EventBody & { at: string };
@@ -106,18 +133,18 @@ export function sessionObject(options: DriveOptions) {
       ),
 
       load: restate.handlers.object.shared(async (ctx: Reader): Promise<StoredSession | null> => {
-        const [meta, head] = await getAll<unknown>(ctx, ["meta", "head"]);
+        const { meta, head } = await readMeta(ctx);
         if (!meta || !head) return null;
-        const current = meta as SessionMeta;
-        return { head: head as SessionHead, version: current.version, lastEventSeq: current.lastEventSeq };
+        const { $meta: _, ...plain } = head;
+        return { head: plain, version: meta.version, lastEventSeq: meta.lastEventSeq };
       }),
 
       status: restate.handlers.object.shared(async (ctx: Reader): Promise<SessionMeta | null> => {
-        return ctx.get<SessionMeta>("meta");
+        return (await readMeta(ctx)).meta;
       }),
 
       history: restate.handlers.object.shared(async (ctx: Reader, req: { offset: number }): Promise<HistoryItem[]> => {
-        const meta = await ctx.get<SessionMeta>("meta");
+        const { meta } = await readMeta(ctx);
         if (!meta) return [];
         const items = await getAll<HistoryItem>(
           ctx,
@@ -128,7 +155,7 @@ export function sessionObject(options: DriveOptions) {
 
       events: restate.handlers.object.shared(
         async (ctx: Reader, req: { after: number; limit: number }): Promise<SessionEvent[]> => {
-          const meta = await ctx.get<SessionMeta>("meta");
+          const { meta } = await readMeta(ctx);
           return meta ? readEvents(ctx, meta, req.after, req.limit) : [];
         },
       ),
@@ -138,7 +165,7 @@ export function sessionObject(options: DriveOptions) {
        * after `after` (a follower learns what moved and what it is without a second request).
        */
       poll: restate.handlers.object.shared(async (ctx: Reader, req: PollRequest): Promise<PollAnswer | null> => {
-        const meta = await ctx.get<SessionMeta>("meta");
+        const { meta } = await readMeta(ctx);
         if (!meta) return null;
         const limit = Math.max(1, Math.min(1000, Math.trunc(Number(req?.limit)) || 1));
         const after = Math.trunc(Number(req?.after));
