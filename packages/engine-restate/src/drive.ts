@@ -63,7 +63,7 @@ import type { SessionHistories } from "./histories.js";
 import { entrySignal, type ServiceNames } from "./names.js";
 import type { DeltaBatch, DriveRequest, EndedRequest, SessionMeta, Wake } from "./protocol.js";
 import { localListeners, publishLocalMove } from "./local-moves.js";
-import { readMeta, type StoredHead, writeEvents } from "./session-object.js";
+import { readMeta, type StoredEvent, type StoredHead, tailLimit, writeStored } from "./session-object.js";
 import {
   DeltaMailbox,
   interruptedStep,
@@ -140,7 +140,7 @@ export async function driveSession(
     publishLocalMove(options.names.session, { kind: "detached", sessionId: ctx.key });
   };
   try {
-    const { meta, head: stored } = await readMeta(ctx);
+    const { meta, head: stored, tail } = await readMeta(ctx);
     if (!meta || !stored) return;
     let head: SessionHead;
     try {
@@ -153,7 +153,7 @@ export async function driveSession(
       ctx.console.error(`session "${ctx.key}" is of agent "${head.agent}", which this endpoint does not serve`);
       return;
     }
-    const drive = new Drive(ctx, options, definition, head, meta);
+    const drive = new Drive(ctx, options, definition, head, meta, tail);
     attached = true;
     publishLocalMove(options.names.session, { kind: "attached", sessionId: ctx.key });
     // An attempt Restate ends (a lost connection, a timeout) may never return here.
@@ -194,6 +194,8 @@ class Drive {
     private readonly definition: SessionDefinition,
     private head: SessionHead,
     private meta: SessionMeta,
+    /** The events in the head's tail (after the last `e:` entry), as last written. */
+    private tail: readonly StoredEvent[],
   ) {
     this.sessionId = ctx.key;
     this.config = configOf(definition);
@@ -355,14 +357,37 @@ class Drive {
   }
 
   /**
-   * Writes the meta, with the inbox cursor of `head`: alone, or with `head` when the transition
-   * changed it (one state entry for both; `head` defaults to the current one, which is then not
-   * written again).
+   * Appends a write's events after the meta's last seq: to the head's tail when the head is written
+   * with them (`withHead`) and the tail stays within `tailLimit`; else the tail and these go into
+   * `e:` entries (before the meta is written alone, the tail must be empty). Returns the new last seq.
+   */
+  private appendEvents(events: readonly EventBody[], at: string, withHead: boolean): number {
+    const after = this.meta.lastEventSeq;
+    const stored = events.map(({ type, data }): StoredEvent => ({ type, data, at }) as StoredEvent);
+    stored.forEach((event, i) => {
+      this.written.push({ ...event, seq: after + 1 + i } as SessionEvent);
+    });
+    if (withHead && this.tail.length + stored.length <= tailLimit) {
+      this.tail = [...this.tail, ...stored];
+    } else {
+      writeStored(this.ctx, after - this.tail.length, [...this.tail, ...stored]);
+      this.tail = [];
+    }
+    return after + stored.length;
+  }
+
+  /**
+   * Writes the meta, with the inbox cursor of `head`: with `head` when the transition changed it
+   * (one state entry for the head, its meta and the tail of events), or alone (the tail was moved
+   * into `e:` entries by `appendEvents`).
    */
   private setMeta(meta: SessionMeta, head: SessionHead | null = null): void {
     this.meta = { ...meta, inboxCursor: (head ?? this.head).inboxCursor };
-    if (head) this.ctx.set<StoredHead>("head", { ...head, $meta: this.meta });
-    else this.ctx.set("meta", this.meta);
+    if (head) this.ctx.set<StoredHead>("head", { ...head, $meta: this.meta, $tail: this.tail });
+    else {
+      if (this.tail.length > 0) this.appendEvents([], "", false);
+      this.ctx.set("meta", this.meta);
+    }
     const events = this.written.splice(0);
     if (!localListeners()) return;
     publishLocalMove(this.options.names.session, {
@@ -438,7 +463,7 @@ class Drive {
   /** Writes a definition transition (a pin, a wait mark, a migration) into the object's state. */
   private writeDefinition(t: DefinitionTransition): void {
     if (!t.changed) return;
-    const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, t.events, iso(this.now), this.written);
+    const lastEventSeq = this.appendEvents(t.events, iso(this.now), true);
     let { historyLength } = this.meta;
     t.appendHistory.forEach((item, index) => {
       this.ctx.set(`h:${historyLength + index}`, item);
@@ -520,7 +545,7 @@ class Drive {
   private write(t: Transition, deltas: readonly EventBody[]): void {
     const events = [...deltas, ...(t.changed ? t.events : [])];
     if (!t.changed && events.length === 0 && this.meta.running) return;
-    const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, events, iso(this.now), this.written);
+    const lastEventSeq = this.appendEvents(events, iso(this.now), t.changed);
     let { version, historyLength } = this.meta;
     if (t.changed) {
       t.appendHistory.forEach((item, index) => {
@@ -539,7 +564,7 @@ class Drive {
     if (!entry) return;
     const events = unwrittenDeltas(batch.events, batch.first, entry.written);
     if (events.length > 0) {
-      const lastEventSeq = writeEvents(this.ctx, this.meta.lastEventSeq, events, iso(batch.at), this.written);
+      const lastEventSeq = this.appendEvents(events, iso(batch.at), false);
       this.setMeta({ ...this.meta, lastEventSeq, running: true });
     }
     const written =

@@ -29,7 +29,19 @@ type Writer = restate.ObjectContext;
  * that a transition writes one entry for both. The `meta` entry is written alone when only the meta
  * changes (events without a new head, a drive's end); the current meta is the newer of the two.
  */
-export type StoredHead = SessionHead & { readonly $meta?: SessionMeta };
+export type StoredHead = SessionHead & {
+  readonly $meta?: SessionMeta;
+  /**
+   * The last events, when the head's meta is the current one: those after the last `e:` entry, up
+   * to `$meta.lastEventSeq` (a transition adds its events here instead of an entry of their own,
+   * until there are more than `tailLimit`; a write of the meta alone first moves them into `e:`
+   * entries).
+   */
+  readonly $tail?: readonly StoredEvent[];
+};
+
+/** The most events a head's tail holds before they go into `e:` entries. */
+export const tailLimit = 16;
 
 /**
  * The session's current meta: the `meta` entry's or the head's, whichever is newer (by version,
@@ -44,50 +56,61 @@ export function currentMeta(meta: SessionMeta | null, head: StoredHead | null): 
   return newer ? withHead : meta;
 }
 
+/** The current meta, the head, and the events of the head's tail that are current (none when the `meta` entry is). */
+export interface StoredState {
+  readonly meta: SessionMeta | null;
+  readonly head: StoredHead | null;
+  readonly tail: readonly StoredEvent[];
+}
+
 /** The meta and the head, in one round trip. */
-export async function readMeta(ctx: Reader): Promise<{ meta: SessionMeta | null; head: StoredHead | null }> {
-  const [meta, head] = await getAll<unknown>(ctx, ["meta", "head"]);
-  return { meta: currentMeta(meta as SessionMeta | null, head as StoredHead | null), head: head as StoredHead | null };
+export async function readMeta(ctx: Reader): Promise<StoredState> {
+  const [entry, stored] = await getAll<unknown>(ctx, ["meta", "head"]);
+  const head = stored as StoredHead | null;
+  const meta = currentMeta(entry as SessionMeta | null, head);
+  const tail = meta !== null && meta === head?.$meta ? (head.$tail ?? []) : [];
+  return { meta, head, tail };
 }
 
 /** An event as the session object stores it. */
-type StoredEvent = EventBody & { at: string };
+export type StoredEvent = EventBody & { at: string };
 
 /** The most events one `e:` entry holds. */
 const eventsPerEntry = 16;
 
 /**
- * Appends events after `meta.lastEventSeq` (and to `written`, as readers will read them); returns
- * the new last seq. The events of one write go into as few state entries as they fit in, each
+ * Appends events after `after` into `e:` entries; returns the new last seq. The events of one
+ * write go into as few state entries as they fit in, each
  * under the seq of its last event: `e:<seq>` holds that one event, or an array of the events
  * that end there (entries written before batches hold one event each).
  */
-export function writeEvents(
-  ctx: Writer,
-  after: number,
-  events: readonly EventBody[],
-  at: string,
-  written?: SessionEvent[],
-): number {
-  for (let from = 0; from < events.length; from += eventsPerEntry) {
-    const chunk = events.slice(from, from + eventsPerEntry).map(({ type, data }) => ({ type, data, at }));
-    const last = after + from + chunk.length;
-    ctx.set(`e:${last}`, chunk.length === 1 ? chunk[0] : chunk);
-    if (written)
-      chunk.forEach((stored, i) => {
-        written.push({ ...stored, seq: last - chunk.length + 1 + i } as SessionEvent);
-      });
-  }
+export function writeEvents(ctx: Writer, after: number, events: readonly EventBody[], at: string): number {
+  writeStored(
+    ctx,
+    after,
+    events.map(({ type, data }) => ({ type, data, at }) as StoredEvent),
+  );
   return after + events.length;
+}
+
+/** Writes stored events after seq `after` into `e:` entries, up to `eventsPerEntry` each. */
+export function writeStored(ctx: Writer, after: number, events: readonly StoredEvent[]): void {
+  for (let from = 0; from < events.length; from += eventsPerEntry) {
+    const chunk = events.slice(from, from + eventsPerEntry);
+    ctx.set(`e:${after + from + chunk.length}`, chunk.length === 1 ? chunk[0] : chunk);
+  }
 }
 
 /**
  * The stored events after `after`, up to `limit` of them: the entries from `after + 1` on, and as
  * many past the limit as the entry holding its last event may end after it.
  */
-async function readEvents(ctx: Reader, meta: SessionMeta, after: number, limit: number): Promise<SessionEvent[]> {
+async function readEvents(ctx: Reader, state: StoredState, after: number, limit: number): Promise<SessionEvent[]> {
+  const meta = state.meta!;
   const last = Math.min(meta.lastEventSeq, after + limit);
-  const keys = range(after + 1, Math.min(meta.lastEventSeq, last + eventsPerEntry - 1));
+  // The events up to `flushed` are in `e:` entries, the ones after it in the head's tail.
+  const flushed = meta.lastEventSeq - state.tail.length;
+  const keys = range(after + 1, Math.min(flushed, last + eventsPerEntry - 1));
   const stored = await getAll<StoredEvent | StoredEvent[]>(
     ctx,
     keys.map((seq) => `e:${seq}`),
@@ -101,6 +124,10 @@ async function readEvents(ctx: Reader, meta: SessionMeta, after: number, limit: 
       const seq = end - held.length + 1 + i;
       if (seq > after && seq <= last) events.push({ ...event, seq } as SessionEvent);
     });
+  });
+  state.tail.forEach((event, i) => {
+    const seq = flushed + 1 + i;
+    if (seq > after && seq <= last) events.push({ ...event, seq } as SessionEvent);
   });
   return events;
 }
@@ -135,7 +162,7 @@ export function sessionObject(options: DriveOptions) {
       load: restate.handlers.object.shared(async (ctx: Reader): Promise<StoredSession | null> => {
         const { meta, head } = await readMeta(ctx);
         if (!meta || !head) return null;
-        const { $meta: _, ...plain } = head;
+        const { $meta: _meta, $tail: _tail, ...plain } = head;
         return { head: plain, version: meta.version, lastEventSeq: meta.lastEventSeq };
       }),
 
@@ -155,8 +182,8 @@ export function sessionObject(options: DriveOptions) {
 
       events: restate.handlers.object.shared(
         async (ctx: Reader, req: { after: number; limit: number }): Promise<SessionEvent[]> => {
-          const { meta } = await readMeta(ctx);
-          return meta ? readEvents(ctx, meta, req.after, req.limit) : [];
+          const state = await readMeta(ctx);
+          return state.meta ? readEvents(ctx, state, req.after, req.limit) : [];
         },
       ),
 
@@ -165,11 +192,12 @@ export function sessionObject(options: DriveOptions) {
        * after `after` (a follower learns what moved and what it is without a second request).
        */
       poll: restate.handlers.object.shared(async (ctx: Reader, req: PollRequest): Promise<PollAnswer | null> => {
-        const { meta } = await readMeta(ctx);
+        const state = await readMeta(ctx);
+        const meta = state.meta;
         if (!meta) return null;
         const limit = Math.max(1, Math.min(1000, Math.trunc(Number(req?.limit)) || 1));
         const after = Math.trunc(Number(req?.after));
-        const events = Number.isFinite(after) && after >= 0 ? await readEvents(ctx, meta, after, limit) : [];
+        const events = Number.isFinite(after) && after >= 0 ? await readEvents(ctx, state, after, limit) : [];
         return { meta, events };
       }),
     },
