@@ -7,6 +7,7 @@ import type { RunModelInput } from "../src/engine.js";
 import type { HistoryItem } from "../src/index.js";
 import { ScriptedRunner } from "../src/testing/index.js";
 import { historyJsonLength } from "../src/testing/scripted-runner.js";
+import { TURN_FAILURE_NOTE_PREFIX } from "../src/testing/scripted-rules.js";
 
 function item(text: string, extra: Record<string, unknown> = {}): HistoryItem {
   return { kind: "user", item: { role: "user", content: text, ...extra }, display: [] } as unknown as HistoryItem;
@@ -44,6 +45,11 @@ describe("historyJsonLength", () => {
     const other = history.map((h, i) => (i === 3 ? item("a much longer text than the one it replaces") : h));
     expect(historyJsonLength(other)).toBe(JSON.stringify(other).length);
     expect(historyJsonLength(other)).not.toBe(historyJsonLength(history));
+    // Histories that share their first item and part of the rest, in alternation: a shorter one, the
+    // one that differed, the first again and a longer one.
+    for (const h of [history.slice(0, 10), other, history, [...history, item("later")], history.slice(0, 1), other]) {
+      expect(historyJsonLength(h)).toBe(JSON.stringify(h).length);
+    }
   });
 
   it("gives the scripted model the same usage for the same input, as the history grows", async () => {
@@ -64,5 +70,32 @@ describe("historyJsonLength", () => {
       if (first.kind !== "final") throw new Error("a plain message gets a final answer");
       history.push(...first.items);
     }
+  });
+});
+
+describe("the scripted model's count of earlier turn notes", () => {
+  it("counts the failure notes before the turn's start, whatever history it was handed before", async () => {
+    const runner = new ScriptedRunner({ tools: [] });
+    const note = (n: number) => runner.userItem("turn_failure_note", `${TURN_FAILURE_NOTE_PREFIX} turn ${n} failed`);
+    const history = [
+      runner.userItem("message", "a"),
+      note(1),
+      runner.userItem("message", "b"),
+      note(2),
+      runner.userItem("message", "c"),
+    ];
+    const noted = async (h: HistoryItem[], turnStart: number) => {
+      const result = await runner.runModel(modelInput(h, turnStart));
+      const text = result.kind === "final" ? JSON.stringify(result.items) : "";
+      return /\(noted (\d+) failed turn/.exec(text)?.[1] ?? "0";
+    };
+    expect(await noted(history, 4)).toBe("2");
+    expect(await noted(history, 2)).toBe("1");
+    expect(await noted(history.slice(0, 3), 2)).toBe("1");
+    expect(
+      await noted([history[0]!, runner.userItem("message", "no note"), history[2]!, history[3]!, history[4]!], 4),
+    ).toBe("1");
+    expect(await noted(history, 4)).toBe("2");
+    expect(await noted(history, 0)).toBe("0");
   });
 });

@@ -176,28 +176,63 @@ function factsOf(item: HistoryItem): ItemFacts {
 }
 
 /**
+ * Running sums over a history's items, kept per history (keyed by its first item): a call with the
+ * same items and some more costs the new ones only (and a pointer compare per item to find where
+ * the history it is handed stops matching what was summed).
+ */
+interface PrefixSums {
+  readonly items: HistoryItem[];
+  /** After item i: the JSON lengths of items 0..i, and the failure and cancellation notes among them. */
+  readonly jsonLength: number[];
+  readonly failureNotes: number[];
+  readonly cancelNotes: number[];
+}
+
+const prefixes = new WeakMap<HistoryItem, PrefixSums>();
+
+function prefixSums(history: readonly HistoryItem[]): PrefixSums | null {
+  const first = history[0];
+  if (first === undefined) return null;
+  let sums = prefixes.get(first);
+  if (sums === undefined) {
+    sums = { items: [], jsonLength: [], failureNotes: [], cancelNotes: [] };
+    prefixes.set(first, sums);
+  }
+  const shared = Math.min(sums.items.length, history.length);
+  let same = 0;
+  while (same < shared && sums.items[same] === history[same]) same++;
+  if (same < sums.items.length && same < history.length) {
+    // The history differs from what was summed from item `same` on: sum again from there.
+    for (const list of [sums.items, sums.jsonLength, sums.failureNotes, sums.cancelNotes]) list.length = same;
+  }
+  for (let i = sums.items.length; i < history.length; i++) {
+    const item = history[i]!;
+    const facts = factsOf(item);
+    sums.items.push(item);
+    sums.jsonLength.push((sums.jsonLength[i - 1] ?? 0) + facts.jsonLength);
+    sums.failureNotes.push((sums.failureNotes[i - 1] ?? 0) + (facts.note === "failure" ? 1 : 0));
+    sums.cancelNotes.push((sums.cancelNotes[i - 1] ?? 0) + (facts.note === "cancel" ? 1 : 0));
+  }
+  return sums;
+}
+
+/**
  * `JSON.stringify(history).length`, without serializing again the items of earlier calls: the
- * history a worker hands the runner is the same array of the same objects, one step to the next.
- * The scripted model's token count derives from its whole input, as a real model's does, but its
- * cost stays out of the per-step figures a benchmark compares (a real model call is not this
- * process's CPU).
+ * history a worker hands the runner holds the same objects, one step to the next, with new ones
+ * at its end. The scripted model's token count derives from its whole input, as a real model's
+ * does, but its cost stays out of the per-step figures a benchmark compares (a real model call is
+ * not this process's CPU), also on a long history.
  */
 export function historyJsonLength(history: readonly HistoryItem[]): number {
-  let length = 2 + Math.max(history.length - 1, 0);
-  for (const item of history) length += factsOf(item).jsonLength;
-  return length;
+  const sums = prefixSums(history);
+  return 2 + Math.max(history.length - 1, 0) + (sums?.jsonLength[history.length - 1] ?? 0);
 }
 
 /** The turn failure and cancellation notes among the user items before `end`. */
 function earlierNotes(history: readonly HistoryItem[], end: number): { failureNotes: number; cancelNotes: number } {
-  let failureNotes = 0;
-  let cancelNotes = 0;
-  for (let i = 0; i < end && i < history.length; i++) {
-    const note = factsOf(history[i]!).note;
-    if (note === "failure") failureNotes++;
-    else if (note === "cancel") cancelNotes++;
-  }
-  return { failureNotes, cancelNotes };
+  const last = Math.min(end, history.length) - 1;
+  const sums = last >= 0 ? prefixSums(history) : null;
+  return { failureNotes: sums?.failureNotes[last] ?? 0, cancelNotes: sums?.cancelNotes[last] ?? 0 };
 }
 
 function parseArguments(spec: ConformanceTool, text: string): Record<string, unknown> | string {
