@@ -71,7 +71,7 @@ const FULL: Sizes = {
   throughputRounds: 3,
   probeRounds: 15,
   cancel: { sessions: 20, turns: 10, warmupSessions: 1 },
-  restate: { sizes: [10, 100, 1000], turns: 32 },
+  restate: { sizes: [10, 100, 1000], turns: 64 },
   peers: { levels: [10, 100, 1000], rounds: 20, warmupRounds: 10, floorWritesPerRound: 10 },
 };
 
