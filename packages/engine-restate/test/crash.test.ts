@@ -8,15 +8,14 @@
  * decision lost or applied twice, every session ends.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type SessionSnapshot, SessionClient } from "@durable-agents/core";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { RestateSessionStore } from "../src/index.js";
-import { freePort, type RestateServer, registerDeployment, startRestateServer } from "../src/testing/index.js";
+import type { RestateServer } from "../src/testing/index.js";
 import {
-  EndpointProcess,
+  type EndpointProcess,
+  type EndpointRig,
+  startEndpointRig,
   type Execution,
   interruptedCalls,
   readExecutions,
@@ -26,34 +25,23 @@ import {
 
 const singleAttemptTools = ["charge", "refund"];
 
+let rig: EndpointRig;
 let server: RestateServer;
 let endpoint: EndpointProcess;
 let client: SessionClient;
 let store: RestateSessionStore;
-let dir: string;
 const prefix = `crash${Math.random().toString(36).slice(2, 8)}`;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "engine-restate-crash-"));
-  server = await startRestateServer();
-  const port = await freePort();
-  endpoint = new EndpointProcess({
-    port,
-    ingressUrl: server.ingressUrl,
-    prefix,
-    executions: join(dir, "executions.jsonl"),
-  });
-  await endpoint.start();
-  await registerDeployment(server.adminUrl, endpoint.url);
+  rig = await startEndpointRig("crash", prefix);
+  ({ server, endpoint } = rig);
   store = new RestateSessionStore({ url: server.ingressUrl, prefix });
   client = new SessionClient({ store });
 }, 60_000);
 
 afterAll(async () => {
   await store?.close();
-  await endpoint?.stop();
-  await server?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await rig?.close();
 });
 
 const executions = () => readExecutions(endpoint.executions);

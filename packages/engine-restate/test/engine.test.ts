@@ -9,6 +9,7 @@ import { ScriptedRunner } from "@durable-agents/core/testing";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { RestateSessionStore, restateSessions, serviceNames } from "../src/index.js";
 import { queryRestate, RestateTestEnv, restateFromEnv } from "../src/testing/index.js";
+import { countCalls } from "./support/ingress-spy.js";
 
 let env: RestateTestEnv;
 let client: SessionClient;
@@ -70,12 +71,7 @@ describe("the Restate engine", () => {
     const waiting = await client.waitUntilIdle(sessionId);
     // A client of its own, whose requests are counted by handler.
     const store = new RestateSessionStore({ url: restateFromEnv().ingressUrl, prefix: env.prefix });
-    const calls = new Map<string, number>();
-    const call = store.ingress.call.bind(store.ingress);
-    store.ingress.call = ((service: string, key: string, handler: string, ...rest: unknown[]) => {
-      calls.set(handler, (calls.get(handler) ?? 0) + 1);
-      return (call as (...args: unknown[]) => Promise<unknown>)(service, key, handler, ...rest);
-    }) as typeof store.ingress.call;
+    const calls = countCalls(store);
     const follower = new SessionClient({ store });
     const after = (await follower.readEvents(sessionId, { limit: 10_000 })).at(-1)!.seq;
     calls.clear();
@@ -106,12 +102,7 @@ describe("the Restate engine", () => {
       prefix: env.prefix,
       minPollIntervalMs: 400,
     });
-    const calls = new Map<string, number>();
-    const call = store.ingress.call.bind(store.ingress);
-    store.ingress.call = ((service: string, key: string, handler: string, ...rest: unknown[]) => {
-      calls.set(handler, (calls.get(handler) ?? 0) + 1);
-      return (call as (...args: unknown[]) => Promise<unknown>)(service, key, handler, ...rest);
-    }) as typeof store.ingress.call;
+    const calls = countCalls(store);
     const follower = new SessionClient({ store });
     const seen: string[] = [];
     let completed = 0;

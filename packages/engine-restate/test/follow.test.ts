@@ -6,61 +6,36 @@
  * find the drive not started yet), and the follower still sees every event once, in order.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { SessionClient } from "@durable-agents/core";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { RestateSessionStore } from "../src/index.js";
-import { freePort, type RestateServer, registerDeployment, startRestateServer } from "../src/testing/index.js";
-import { EndpointProcess } from "./support/crash-rig.js";
+import { type EndpointRig, startEndpointRig } from "./support/crash-rig.js";
+import { countCalls, onServiceAnswers } from "./support/ingress-spy.js";
 
-let server: RestateServer;
-let endpoint: EndpointProcess;
-let dir: string;
+let rig: EndpointRig;
 const prefix = `follow${Math.random().toString(36).slice(2, 8)}`;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "engine-restate-follow-"));
-  server = await startRestateServer();
-  const port = await freePort();
-  endpoint = new EndpointProcess({
-    port,
-    ingressUrl: server.ingressUrl,
-    prefix,
-    executions: join(dir, "executions.jsonl"),
-    holdMs: 400,
-  });
-  await endpoint.start();
-  await registerDeployment(server.adminUrl, endpoint.url);
+  rig = await startEndpointRig("follow", prefix, 400);
 }, 60_000);
 
 afterAll(async () => {
-  await endpoint?.stop();
-  await server?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await rig?.close();
 });
 
 describe("a follower in another process than the drive", () => {
   it("reads the session at most every minPollIntervalMs, the long poll's answer included, and sees every event once", async () => {
     const interval = 150;
-    const sender = new RestateSessionStore({ url: server.ingressUrl, prefix });
+    const sender = new RestateSessionStore({ url: rig.server.ingressUrl, prefix });
     const client = new SessionClient({ store: sender });
     const { sessionId } = await client.startSession({ agent: "crash" });
-    const store = new RestateSessionStore({ url: server.ingressUrl, prefix, minPollIntervalMs: interval });
+    const store = new RestateSessionStore({ url: rig.server.ingressUrl, prefix, minPollIntervalMs: interval });
     // Every read of the session by the follower's store: a poll when it starts, a long poll when it answers.
     const reads: { kind: string; at: number }[] = [];
-    const call = store.ingress.call.bind(store.ingress);
-    store.ingress.call = ((service: string, key: string, handler: string, ...rest: unknown[]) => {
+    countCalls(store, (handler) => {
       if (handler === "poll") reads.push({ kind: "poll", at: performance.now() });
-      return (call as (...args: unknown[]) => Promise<unknown>)(service, key, handler, ...rest);
-    }) as typeof store.ingress.call;
-    const callService = store.ingress.callService.bind(store.ingress);
-    store.ingress.callService = (async (...args: unknown[]) => {
-      const answer = await (callService as (...a: unknown[]) => Promise<unknown>)(...args);
-      reads.push({ kind: "next", at: performance.now() });
-      return answer;
-    }) as typeof store.ingress.callService;
+    });
+    onServiceAnswers(store, () => reads.push({ kind: "next", at: performance.now() }));
     const follower = new SessionClient({ store });
     const seen: string[] = [];
     let completed = 0;

@@ -1,7 +1,10 @@
 /** The crash tests' endpoint process (a real `node` child) and its executions file. */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort, type RestateServer, registerDeployment, startRestateServer } from "../../src/testing/index.js";
 
 export interface Execution {
   readonly kind: "tool" | "model";
@@ -122,4 +125,37 @@ export class EndpointProcess {
   async stop(): Promise<void> {
     await this.kill();
   }
+}
+
+/** A private restate-server with one endpoint process registered on it, and a temp folder for its executions file. */
+export interface EndpointRig {
+  readonly server: RestateServer;
+  readonly endpoint: EndpointProcess;
+  readonly dir: string;
+  /** Stops the endpoint process and the server, and removes the folder. */
+  close(): Promise<void>;
+}
+
+export async function startEndpointRig(name: string, prefix: string, holdMs?: number): Promise<EndpointRig> {
+  const dir = mkdtempSync(join(tmpdir(), `engine-restate-${name}-`));
+  const server = await startRestateServer();
+  const endpoint = new EndpointProcess({
+    port: await freePort(),
+    ingressUrl: server.ingressUrl,
+    prefix,
+    executions: join(dir, "executions.jsonl"),
+    ...(holdMs === undefined ? {} : { holdMs }),
+  });
+  await endpoint.start();
+  await registerDeployment(server.adminUrl, endpoint.url);
+  return {
+    server,
+    endpoint,
+    dir,
+    async close() {
+      await endpoint.stop();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
