@@ -378,16 +378,15 @@ class Drive {
 
   /**
    * Writes the meta, with the inbox cursor of `head`: with `head` when the transition changed it
-   * (one state entry for the head, its meta and the tail of events), or alone (the tail was moved
-   * into `e:` entries by `appendEvents`).
+   * (one state entry for the head, its meta and the tail of events), or alone.
    */
   private setMeta(meta: SessionMeta, head: SessionHead | null = null): void {
+    // A meta written alone needs every event in `e:` entries: the tail, which ends at the current
+    // meta's last seq, goes there first (a drive's end writes the meta alone after a head).
+    if (!head && this.tail.length > 0) this.appendEvents([], "", false);
     this.meta = { ...meta, inboxCursor: (head ?? this.head).inboxCursor };
     if (head) this.ctx.set<StoredHead>("head", { ...head, $meta: this.meta, $tail: this.tail });
-    else {
-      if (this.tail.length > 0) this.appendEvents([], "", false);
-      this.ctx.set("meta", this.meta);
-    }
+    else this.ctx.set("meta", this.meta);
     const events = this.written.splice(0);
     if (!localListeners()) return;
     publishLocalMove(this.options.names.session, {
