@@ -63,7 +63,7 @@ import type { SessionHistories } from "./histories.js";
 import { entrySignal, type ServiceNames } from "./names.js";
 import type { DeltaBatch, DriveRequest, EndedRequest, SessionMeta, Wake } from "./protocol.js";
 import { localListeners, publishLocalMove } from "./local-moves.js";
-import { readMeta, type StoredEvent, type StoredHead, tailLimit, writeStored } from "./session-object.js";
+import { readState, type StoredEvent, type StoredHead, tailLimit, writeStored } from "./session-object.js";
 import {
   DeltaMailbox,
   interruptedStep,
@@ -140,7 +140,7 @@ export async function driveSession(
     publishLocalMove(options.names.session, { kind: "detached", sessionId: ctx.key });
   };
   try {
-    const { meta, head: stored, tail } = await readMeta(ctx);
+    const { meta, head: stored, tail } = await readState(ctx);
     if (!meta || !stored) return;
     let head: SessionHead;
     try {

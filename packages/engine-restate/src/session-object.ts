@@ -8,9 +8,10 @@
  * turn.
  *
  * State layout (lazy state: a handler reads only the entries it needs): `head` (with the meta as
- * of its write: version, last event seq, history length), `meta` (written alone when only it
- * changes; the newer of the two counts), `h:<index>` one history item each, `e:<seq>` the events
- * of one write that end at that seq (one event, or an array of up to 16).
+ * of its write: version, last event seq, history length; and the tail of the latest events, those
+ * after the last `e:` entry), `meta` (written alone when only it changes; the newer of the two
+ * counts), `h:<index>` one history item each, `e:<seq>` events that end at that seq (one event, or
+ * an array of up to 16).
  * Nothing is ever rewritten whole: a transition writes the head, its new history items and its new
  * events, so its cost does not grow with the history.
  */
@@ -63,8 +64,8 @@ export interface StoredState {
   readonly tail: readonly StoredEvent[];
 }
 
-/** The meta and the head, in one round trip. */
-export async function readMeta(ctx: Reader): Promise<StoredState> {
+/** The meta, the head and its current tail, in one round trip. */
+export async function readState(ctx: Reader): Promise<StoredState> {
   const [entry, stored] = await getAll<unknown>(ctx, ["meta", "head"]);
   const head = stored as StoredHead | null;
   const meta = currentMeta(entry as SessionMeta | null, head);
@@ -160,18 +161,18 @@ export function sessionObject(options: DriveOptions) {
       ),
 
       load: restate.handlers.object.shared(async (ctx: Reader): Promise<StoredSession | null> => {
-        const { meta, head } = await readMeta(ctx);
+        const { meta, head } = await readState(ctx);
         if (!meta || !head) return null;
         const { $meta: _meta, $tail: _tail, ...plain } = head;
         return { head: plain, version: meta.version, lastEventSeq: meta.lastEventSeq };
       }),
 
       status: restate.handlers.object.shared(async (ctx: Reader): Promise<SessionMeta | null> => {
-        return (await readMeta(ctx)).meta;
+        return (await readState(ctx)).meta;
       }),
 
       history: restate.handlers.object.shared(async (ctx: Reader, req: { offset: number }): Promise<HistoryItem[]> => {
-        const { meta } = await readMeta(ctx);
+        const { meta } = await readState(ctx);
         if (!meta) return [];
         const items = await getAll<HistoryItem>(
           ctx,
@@ -182,7 +183,7 @@ export function sessionObject(options: DriveOptions) {
 
       events: restate.handlers.object.shared(
         async (ctx: Reader, req: { after: number; limit: number }): Promise<SessionEvent[]> => {
-          const state = await readMeta(ctx);
+          const state = await readState(ctx);
           return state.meta ? readEvents(ctx, state, req.after, req.limit) : [];
         },
       ),
@@ -192,7 +193,7 @@ export function sessionObject(options: DriveOptions) {
        * after `after` (a follower learns what moved and what it is without a second request).
        */
       poll: restate.handlers.object.shared(async (ctx: Reader, req: PollRequest): Promise<PollAnswer | null> => {
-        const state = await readMeta(ctx);
+        const state = await readState(ctx);
         const meta = state.meta;
         if (!meta) return null;
         const limit = Math.max(1, Math.min(1000, Math.trunc(Number(req?.limit)) || 1));

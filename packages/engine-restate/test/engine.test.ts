@@ -9,7 +9,7 @@ import { ScriptedRunner } from "@durable-agents/core/testing";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { RestateSessionStore, restateSessions, serviceNames } from "../src/index.js";
 import { queryRestate, RestateTestEnv, restateFromEnv } from "../src/testing/index.js";
-import { countCalls } from "./support/ingress-spy.js";
+import { countCalls, followTurns } from "./support/ingress-spy.js";
 
 let env: RestateTestEnv;
 let client: SessionClient;
@@ -103,21 +103,11 @@ describe("the Restate engine", () => {
       minPollIntervalMs: 400,
     });
     const calls = countCalls(store);
-    const follower = new SessionClient({ store });
-    const seen: string[] = [];
-    let completed = 0;
-    const abort = new AbortController();
-    const following = (async () => {
-      for await (const event of follower.followEvents(sessionId, { after: 0, signal: abort.signal })) {
-        seen.push(event.type);
-        if (event.type === "turn_completed") completed += 1;
-      }
-    })().catch(() => {});
+    const turns = followTurns(new SessionClient({ store }), sessionId);
     const turn = async (text: string) => {
-      const target = completed + 1;
+      const target = turns.completed() + 1;
       await client.sendMessage(sessionId, text);
-      const deadline = Date.now() + 30_000;
-      while (completed < target && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      await turns.until(target);
     };
     await turn("first");
     // Let the follower's long poll settle after the first turn, then count.
@@ -125,12 +115,11 @@ describe("the Restate engine", () => {
     calls.clear();
     for (let i = 0; i < 4; i++) await turn(`again ${i}`);
     const polls = calls.get("poll") ?? 0;
-    abort.abort();
-    await following;
+    await turns.stop();
     await store.close();
     const all = (await client.readEvents(sessionId, { limit: 10_000 })).map((e) => e.type);
-    assert.deepEqual(seen, all.slice(0, seen.length), "every event once, in order");
-    assert.equal(completed, 5);
+    assert.deepEqual(turns.seen, all.slice(0, turns.seen.length), "every event once, in order");
+    assert.equal(turns.completed(), 5);
     assert.equal(polls, 0, `handlers called during the four turns: ${JSON.stringify([...calls])}`);
   });
 

@@ -10,7 +10,7 @@ import { SessionClient } from "@durable-agents/core";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { RestateSessionStore } from "../src/index.js";
 import { type EndpointRig, startEndpointRig } from "./support/crash-rig.js";
-import { countCalls, onServiceAnswers } from "./support/ingress-spy.js";
+import { countCalls, followTurns, onServiceAnswers } from "./support/ingress-spy.js";
 
 let rig: EndpointRig;
 const prefix = `follow${Math.random().toString(36).slice(2, 8)}`;
@@ -36,27 +36,17 @@ describe("a follower in another process than the drive", () => {
       if (handler === "poll") reads.push({ kind: "poll", at: performance.now() });
     });
     onServiceAnswers(store, () => reads.push({ kind: "next", at: performance.now() }));
-    const follower = new SessionClient({ store });
-    const seen: string[] = [];
-    let completed = 0;
-    const abort = new AbortController();
-    const following = (async () => {
-      for await (const event of follower.followEvents(sessionId, { after: 0, signal: abort.signal })) {
-        seen.push(event.type);
-        if (event.type === "turn_completed") completed += 1;
-      }
-    })().catch(() => {});
+    const turns = followTurns(new SessionClient({ store }), sessionId);
     for (let turn = 1; turn <= 3; turn++) {
       await new Promise((r) => setTimeout(r, 300));
       await client.sendMessage(sessionId, `call lookup {"id":"${turn}"}`);
-      const deadline = Date.now() + 30_000;
-      while (completed < turn && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await turns.until(turn);
     }
-    abort.abort();
-    await following;
+    await turns.stop();
     await store.close();
     await sender.close();
-    assert.equal(completed, 3);
+    const { seen } = turns;
+    assert.equal(turns.completed(), 3);
     const all = (await client.readEvents(sessionId, { limit: 10_000 })).map((e) => e.type);
     assert.deepEqual(seen, all.slice(0, seen.length), "every event once, in order");
     const polls = reads.filter((r) => r.kind === "poll");

@@ -1,4 +1,5 @@
 /** Watches the requests a store makes through its ingress client (the tests count them by handler). */
+import type { SessionClient } from "@durable-agents/core";
 import type { RestateSessionStore } from "../../src/index.js";
 
 /** Calls `onCall` with the handler's name as each `call` (an object's handler) starts; returns the counts by handler. */
@@ -21,4 +22,30 @@ export function onServiceAnswers(store: RestateSessionStore, onAnswer: () => voi
     onAnswer();
     return answer;
   }) as typeof store.ingress.callService;
+}
+
+/** Follows a session's events from the start: every event's type, and how many turns completed. */
+export function followTurns(client: SessionClient, sessionId: string) {
+  const seen: string[] = [];
+  let completed = 0;
+  const abort = new AbortController();
+  const loop = (async () => {
+    for await (const event of client.followEvents(sessionId, { after: 0, signal: abort.signal })) {
+      seen.push(event.type);
+      if (event.type === "turn_completed") completed += 1;
+    }
+  })().catch(() => {});
+  return {
+    seen,
+    completed: () => completed,
+    /** Waits until `count` turns completed (30 s at most). */
+    async until(count: number): Promise<void> {
+      const deadline = Date.now() + 30_000;
+      while (completed < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    },
+    async stop(): Promise<void> {
+      abort.abort();
+      await loop;
+    },
+  };
 }
