@@ -64,6 +64,13 @@ const sample = await pool.query(
   "SELECT pg_column_size(s.*) AS row, pg_column_size(head) AS head, octet_length(head::text) AS head_text, pg_column_size(run_state) AS rs, octet_length(run_state) AS rs_text FROM probe.sessions s",
 );
 console.log("session rows:", JSON.stringify(sample.rows));
+if (process.env.SHOW_EVENTS)
+  for (const r of (
+    await pool.query(
+      "SELECT last_seq, events::text AS e FROM probe.event_batches WHERE session_id = 's1' ORDER BY last_seq DESC LIMIT 7",
+    )
+  ).rows)
+    console.log(r.last_seq, r.e);
 if (process.env.SHOW_HEAD)
   console.log((await pool.query("SELECT head::text AS h FROM probe.sessions LIMIT 1")).rows[0].h);
 const sampleEv = await pool.query(

@@ -68,13 +68,28 @@ export interface DriveOptions {
    */
   readonly leaseTtlMs?: number;
   readonly onLeaseExtended?: (expiresAt: number) => void;
+  /**
+   * With `releaseWhenIdle`: the commit that would release the lease keeps it instead, for this many
+   * milliseconds (`Commit.leaseTtlMs`), and the drive waits for the session's next inbox entry for
+   * three quarters of that time. An entry that comes in time is taken under the same lease: no lease
+   * grant and no reload, its first commit extends the lease as any commit does. Otherwise the drive
+   * ends `lapsed`: the lease expires by itself, nothing more is written. A store that does not extend
+   * leases in a commit is released as without this option. Default 0: release at once.
+   */
+  readonly lingerMs?: number;
+  /** Aborted when the caller needs the drive to stop waiting (a graceful stop, a slot for other work): it ends `lapsed` at once and keeps no lease again. */
+  readonly lingerSignal?: AbortSignal;
+  /** Hears the drive start (true) and stop (false) waiting under a kept lease (`lingerMs`). */
+  readonly onLinger?: (lingering: boolean) => void;
 }
 
 /**
  * `unserved`: the session is pinned to a definition the drive does not serve; it was marked waiting
  * and left as it was. `released`: idle, and its last commit released the lease (`releaseWhenIdle`).
+ * `lapsed`: idle, its last commit kept the lease for `lingerMs` and no entry came in time: the lease
+ * expires by itself then (the caller may release it sooner).
  */
-export type DriveEnd = "idle" | "released" | "stopped" | "lost" | "missing" | "unserved";
+export type DriveEnd = "idle" | "released" | "lapsed" | "stopped" | "lost" | "missing" | "unserved";
 
 export async function driveSession(options: DriveOptions): Promise<DriveEnd> {
   return new SessionDriver(options).run();
@@ -113,6 +128,8 @@ class SessionDriver {
   private flushScheduled = false;
   /** Set once a commit released the lease (`releaseWhenIdle`): the drive ends. */
   private released = false;
+  /** While the drive waits under a kept lease (`lingerMs`): until when (this process's clock) it takes a new entry. */
+  private lingerUntil: number | null = null;
   private lost = false;
   /** The first unexpected error of a launched step or a commit: the drive ends by throwing it. */
   private failure: { readonly error: unknown } | null = null;
@@ -149,6 +166,7 @@ class SessionDriver {
     });
     const onAbort = () => this.poke();
     this.options.signal.addEventListener("abort", onAbort);
+    this.options.lingerSignal?.addEventListener("abort", onAbort);
     try {
       const end = await this.loop();
       if (this.failure) throw this.failure.error;
@@ -160,6 +178,8 @@ class SessionDriver {
     } finally {
       unsubscribe();
       this.options.signal.removeEventListener("abort", onAbort);
+      this.options.lingerSignal?.removeEventListener("abort", onAbort);
+      if (this.lingerUntil !== null) this.options.onLinger?.(false);
     }
   }
 
@@ -288,6 +308,17 @@ class SessionDriver {
         inputs.push({ type: "tick" });
       if (inputs.length > 0) await this.advance(inputs, deltas, stopping);
       if (this.released) return "released";
+      if (this.lingerUntil !== null) {
+        // Idle under a kept lease: an inbox notification wakes the loop (it reads the inbox above, and
+        // an entry's commit ends the wait); a read that found nothing waits on for the time left.
+        const until = this.lingerUntil;
+        const left = until - Date.now();
+        if (left <= 0 || stopping || this.options.lingerSignal?.aborted) return "lapsed";
+        // A timeout before the end reads the inbox again, in case a notification was lost.
+        if (!this.inboxDirty && !(await this.sleep(Math.min(left, this.options.pollIntervalMs ?? 1000))))
+          this.inboxDirty = until > Date.now();
+        continue;
+      }
       if (this.running === 0) {
         if (stopping) return "stopped";
         if (this.nextAt === null) {
@@ -333,6 +364,9 @@ class SessionDriver {
       this.running === 0 &&
       this.completions.length === 0 &&
       !this.inboxDirty;
+    // Or keeps it for a while, for the session's next entry (`lingerMs`).
+    const lingerMs = this.options.lingerMs ?? 0;
+    const linger = release && lingerMs > 0 && this.options.lingerSignal?.aborted !== true;
     if (t.changed || deltas.length > 0 || pin || this.pendingDeltas.length > 0) {
       await this.serialized(async () => {
         const result = await this.store.commit({
@@ -343,10 +377,11 @@ class SessionDriver {
           runnable: isRunnable(t.head),
           appendHistory: t.appendHistory,
           events: [...this.takeDeltas(), ...deltas, ...(pin?.events ?? []), ...t.events],
-          ...(release ? { release: true } : this.extension()),
+          ...(linger ? { leaseTtlMs: lingerMs } : release ? { release: true } : this.extension()),
         });
         if (result.released === true) this.released = true;
         else this.extended(result);
+        this.lingering(linger && result.leaseExpiresAt !== undefined ? Date.now() + (lingerMs * 3) / 4 : null);
         this.version = result.version;
         this.history?.push(...t.appendHistory);
         this.options.headCache?.remember(this.sessionId, t.head, result.version);
@@ -436,6 +471,13 @@ class SessionDriver {
         }),
       );
     }).catch(() => undefined); // the chain records a lost lease or a failure
+  }
+
+  /** Starts (a time) or ends (null) the wait under a kept lease, telling the caller when that changes. */
+  private lingering(until: number | null): void {
+    const was = this.lingerUntil !== null;
+    this.lingerUntil = until;
+    if (was !== (until !== null)) this.options.onLinger?.(until !== null);
   }
 
   /** The commit's lease extension (`leaseTtlMs`), if the caller asked for one. */

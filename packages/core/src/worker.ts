@@ -21,6 +21,15 @@ export interface WorkerOptions {
   readonly concurrency?: number;
   /** Lease time to live; renewed every third of it. Default 15 s. */
   readonly leaseTtlMs?: number;
+  /**
+   * How long the lease of a session that went idle is kept for its next message or decision, in
+   * milliseconds (the drive waits three quarters of it). A message that comes in time is driven at
+   * once under the same lease, with no lease grant and no reload; otherwise the lease expires by
+   * itself, with nothing written. A graceful stop, or a worker at its concurrency limit with work
+   * waiting, gives such leases up at once. The cost: a worker that dies holds its idle sessions for
+   * at most this long. 0 releases the lease in the turn's last commit. Default 1000.
+   */
+  readonly lingerMs?: number;
   /** Fallback poll for work when no notification arrives. Default 1 s. */
   readonly pollIntervalMs?: number;
   readonly coalescing?: CoalescerOptions;
@@ -60,7 +69,13 @@ interface Held {
   lease: Lease;
   /** When (this process's clock) a commit of the drive last extended the lease. */
   extendedAt?: number;
+  /** Since when (this process's clock) the drive waits idle under a kept lease (`lingerMs`), or null. */
+  lingeringSince: number | null;
+  /** When the drive's latest such wait began (kept once it ends). */
+  lingeredAt: number | null;
   readonly controller: AbortController;
+  /** Aborted to end the drive's wait under a kept lease (and any later one). */
+  readonly linger: AbortController;
   readonly done: Promise<void>;
 }
 
@@ -78,8 +93,11 @@ export class Worker {
   private announceTimer: ReturnType<typeof setInterval> | null = null;
   private readonly concurrency: number;
   private readonly leaseTtlMs: number;
+  private readonly lingerMs: number;
   private readonly pollIntervalMs: number;
   private readonly held = new Map<string, Held>();
+  /** Leases kept for a next message whose drive stopped waiting, until they expire: a graceful stop hands them back. */
+  private readonly lapsed = new Map<string, { readonly lease: Lease; readonly timer: ReturnType<typeof setTimeout> }>();
   /** What every lease request of this worker asks for (its definitions do not change). */
   private readonly leaseRequest: AcquireLeaseOptions;
   private readonly historyCache = new HistoryCache();
@@ -128,6 +146,12 @@ export class Worker {
     this.definitionCheckIntervalMs = options.definitionCheckIntervalMs ?? 5_000;
     this.concurrency = options.concurrency ?? 16;
     this.leaseTtlMs = options.leaseTtlMs ?? 15_000;
+    this.lingerMs = options.lingerMs ?? Math.min(1_000, this.leaseTtlMs / 2);
+    if (!Number.isFinite(this.lingerMs) || this.lingerMs < 0 || this.lingerMs > this.leaseTtlMs) {
+      throw new ConfigurationError("invalid lingerMs", [
+        `lingerMs is a number of milliseconds from 0 to leaseTtlMs (${this.leaseTtlMs})`,
+      ]);
+    }
     this.leaseRequest = {
       workerId: this.workerId,
       ttlMs: this.leaseTtlMs,
@@ -181,8 +205,9 @@ export class Worker {
     return first ? { definition: first } : null;
   }
 
+  /** Sessions being driven now, not counting idle ones whose lease is kept for their next message (`lingerMs`). */
   get activeSessions(): number {
-    return this.held.size;
+    return this.held.size - this.lingeringDrives();
   }
 
   /**
@@ -193,6 +218,8 @@ export class Worker {
   async stop(options: { timeoutMs?: number } = {}): Promise<void> {
     this.stopping = true;
     this.poke();
+    // Idle sessions kept for their next message are handed back now.
+    for (const h of this.held.values()) h.linger.abort();
     const all = Promise.all([...this.held.values()].map((h) => h.done));
     const timeout = options.timeoutMs ?? 30_000;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -200,6 +227,11 @@ export class Worker {
     clearTimeout(timer);
     for (const h of this.held.values()) h.controller.abort();
     await this.loop;
+    for (const [sessionId, { lease, timer }] of this.lapsed) {
+      clearTimeout(timer);
+      this.lapsed.delete(sessionId);
+      if (!this.dead) await this.store.releaseLease(lease).catch((e) => this.report(e));
+    }
     this.unsubscribe?.();
     if (this.announceTimer) clearInterval(this.announceTimer);
     this.announceTimer = null;
@@ -247,7 +279,9 @@ export class Worker {
 
   private async run(): Promise<void> {
     while (!this.stopping) {
-      if (this.held.size >= this.concurrency) {
+      // An idle session kept for its next message holds no slot: a session leased beyond the limit
+      // takes the slot of the one idle the longest (below).
+      if (this.held.size - this.lingeringDrives() >= this.concurrency) {
         // A freed slot pokes; the loop then leases whatever is runnable.
         this.woken = false;
         await this.wait(this.pollIntervalMs);
@@ -278,6 +312,7 @@ export class Worker {
         break;
       }
       if (lease) {
+        if (this.held.size >= this.concurrency) this.endOneLinger();
         this.hold(lease, session);
         continue;
       }
@@ -285,9 +320,36 @@ export class Worker {
     }
   }
 
+  private lingeringDrives(): number {
+    let n = 0;
+    for (const h of this.held.values()) if (h.lingeringSince !== null) n += 1;
+    return n;
+  }
+
+  /** Ends the wait of the drive idle the longest under a kept lease, if one is: it frees its slot. */
+  private endOneLinger(): void {
+    let oldest: Held | null = null;
+    for (const h of this.held.values()) {
+      if (h.lingeringSince !== null && (oldest === null || h.lingeringSince < oldest.lingeringSince!)) oldest = h;
+    }
+    oldest?.linger.abort();
+  }
+
   private hold(lease: Lease, session?: StoredSession): void {
+    const kept = this.lapsed.get(lease.sessionId);
+    if (kept) {
+      clearTimeout(kept.timer);
+      this.lapsed.delete(lease.sessionId);
+    }
     const controller = new AbortController();
-    const entry: Held = { lease, controller, done: Promise.resolve() };
+    const entry: Held = {
+      lease,
+      controller,
+      lingeringSince: null,
+      lingeredAt: null,
+      linger: new AbortController(),
+      done: Promise.resolve(),
+    };
     const renew = setInterval(() => void this.renew(entry), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
     const drive = async (): Promise<DriveEnd> => {
       // A head this worker committed and the store answers unchanged is not parsed again.
@@ -308,6 +370,14 @@ export class Worker {
           entry.lease = { ...entry.lease, expiresAt };
           entry.extendedAt = Date.now();
         },
+        lingerMs: this.lingerMs,
+        lingerSignal: entry.linger.signal,
+        onLinger: (lingering) => {
+          entry.lingeringSince = lingering ? Date.now() : null;
+          if (lingering) entry.lingeredAt = entry.lingeringSince;
+          // At the concurrency limit, the loop may lease other work in this slot now.
+          if (lingering && this.held.size >= this.concurrency) this.poke();
+        },
         lease,
         signal: controller.signal,
         stopping: () => this.stopping,
@@ -319,10 +389,17 @@ export class Worker {
     };
     let failed = false;
     let released = false;
+    /** When (this process's clock) a lease kept for the session's next message expires, if the drive ended so. */
+    let lapsesAt: number | null = null;
     (entry as { done: Promise<void> }).done = drive()
       .then((end) => {
         // The drive's last commit released the lease already.
         released = end === "released";
+        // The lease expires by itself; a graceful stop hands it back at once (below).
+        if (end === "lapsed" && !this.stopping) {
+          released = true;
+          lapsesAt = (entry.lingeredAt ?? Date.now()) + this.lingerMs;
+        }
       })
       .catch((error) => {
         failed = true;
@@ -343,12 +420,26 @@ export class Worker {
         const full = this.held.size >= this.concurrency;
         if (this.held.get(lease.sessionId) === entry) this.held.delete(lease.sessionId);
         if (full || this.stopping) this.poke();
+        // A message that came after the drive stopped waiting is taken once the lease has expired.
+        if (lapsesAt !== null && !this.stopping) {
+          const sessionId = lease.sessionId;
+          const timer = setTimeout(
+            () => {
+              if (this.lapsed.get(sessionId)?.timer === timer) this.lapsed.delete(sessionId);
+              this.poke();
+            },
+            Math.max(0, lapsesAt - Date.now()) + 5,
+          );
+          timer.unref?.();
+          this.lapsed.set(sessionId, { lease: entry.lease, timer });
+        }
       });
     this.held.set(lease.sessionId, entry);
   }
 
   private async renew(entry: Held): Promise<void> {
-    if (this.dead || entry.controller.signal.aborted) return;
+    // A lease kept for the next message is left to expire: renewing it would keep it past its time.
+    if (this.dead || entry.controller.signal.aborted || entry.lingeringSince !== null) return;
     // A commit extended the lease within the last sixth of its TTL: it has at least half of it left
     // at the next renewal (every third), so this one is skipped.
     if (entry.extendedAt !== undefined && Date.now() - entry.extendedAt < this.leaseTtlMs / 6) return;

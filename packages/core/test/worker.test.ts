@@ -224,8 +224,10 @@ describe("Worker", () => {
     gates.shift()!();
     const done = await client.waitUntilIdle(sessionId);
     expect(done.turn?.calls.map((c) => [c.status, c.attempts])).toEqual([["succeeded", 2]]);
-    expect((await memoryRawReader(store).session(sessionId))?.leaseOwner).toBeNull();
+    // The idle session's lease is kept for its next message (lingerMs) and handed back by the stop.
+    expect((await memoryRawReader(store).session(sessionId))?.leaseOwner).toBe(next.workerId);
     await next.stop();
+    expect((await memoryRawReader(store).session(sessionId))?.leaseOwner).toBeNull();
     await first.stop({ timeoutMs: 1_000 });
   });
 

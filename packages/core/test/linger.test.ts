@@ -1,0 +1,177 @@
+/**
+ * The worker keeps an idle session's lease for its next message (`lingerMs`): a message that comes
+ * in time is driven under the same lease, one that comes later is taken once the lease has expired,
+ * and a stop or a full worker gives the kept lease up at once.
+ */
+import { describe, expect, it } from "vitest";
+import { ConfigurationError, defineSession, SessionClient, Worker } from "../src/index.js";
+import { crashWorker, MemoryStore, memoryRawReader, ScriptedRunner, workerDrives } from "../src/testing/index.js";
+
+/** A memory store that counts what the worker asks of it around leases. */
+class CountingStore extends MemoryStore {
+  grants = 0;
+  releases = 0;
+  renewals = 0;
+  commits = 0;
+  override async acquireLease(...args: Parameters<MemoryStore["acquireLease"]>) {
+    const lease = await super.acquireLease(...args);
+    if (lease) this.grants += 1;
+    return lease;
+  }
+  override releaseLease(...args: Parameters<MemoryStore["releaseLease"]>) {
+    this.releases += 1;
+    return super.releaseLease(...args);
+  }
+  override renewLease(...args: Parameters<MemoryStore["renewLease"]>) {
+    this.renewals += 1;
+    return super.renewLease(...args);
+  }
+  override commit(...args: Parameters<MemoryStore["commit"]>) {
+    this.commits += 1;
+    return super.commit(...args);
+  }
+}
+
+const definition = defineSession({
+  name: "echo",
+  runner: new ScriptedRunner({
+    tools: [
+      {
+        name: "look_up",
+        description: "Reads a value.",
+        parameters: { key: "string" },
+        execute: async (args) => `value of ${String(args.key)}`,
+      },
+    ],
+  }),
+  policies: { look_up: { effect: "read" } },
+});
+
+const until = async (check: () => boolean | Promise<boolean>, timeoutMs = 5_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+};
+
+function setup(options: { lingerMs?: number; leaseTtlMs?: number; pollIntervalMs?: number; concurrency?: number }) {
+  const store = new CountingStore();
+  const worker = new Worker({ store, sessions: [definition], ...options }).start();
+  const client = new SessionClient({ store });
+  return { store, worker, client, raw: memoryRawReader(store) };
+}
+
+describe("Worker lingerMs", () => {
+  it("drives a message that comes while the lease is kept under the same lease: no grant, no release, no renewal", async () => {
+    const { store, worker, client, raw } = setup({ lingerMs: 10_000, leaseTtlMs: 30_000 });
+    const { sessionId } = await client.startSession({ agent: "echo", message: 'call look_up {"key":"a"}' });
+    await client.waitUntilIdle(sessionId);
+    const first = (await raw.session(sessionId))!;
+    expect(first.leaseOwner).toBe(worker.workerId);
+    // The idle commit set the lease to lingerMs from then, not to the lease's TTL.
+    expect(first.leaseExpiresAt! - Date.now()).toBeLessThanOrEqual(10_000);
+    expect(first.leaseExpiresAt! - Date.now()).toBeGreaterThan(5_000);
+    for (const key of ["b", "c", "d"]) {
+      await client.sendMessage(sessionId, `call look_up {"key":"${key}"}`);
+      const done = await client.waitUntilIdle(sessionId);
+      expect(done.turn?.finalText).toBe(`Results: look_up -> value of ${key}`);
+    }
+    const after = (await raw.session(sessionId))!;
+    expect(after.fence).toBe(first.fence);
+    expect(after.leaseOwner).toBe(worker.workerId);
+    expect([store.grants, store.releases, store.renewals]).toEqual([1, 0, 0]);
+    // One drive went through the four turns: none has ended yet.
+    expect(workerDrives(worker)).toBe(0);
+    const commits = store.commits;
+    await worker.stop();
+    // The stop handed the kept lease back at once (the test would time out waiting for lingerMs).
+    expect((await raw.session(sessionId))?.leaseOwner).toBeNull();
+    expect([store.releases, store.commits]).toEqual([1, commits]);
+  });
+
+  it("lets the lease lapse with nothing written, and takes a message that came later once it has expired", async () => {
+    // The poll is far longer than the test: only the timer at the lease's expiry can take the message.
+    const { store, worker, client, raw } = setup({ lingerMs: 300, leaseTtlMs: 10_000, pollIntervalMs: 60_000 });
+    const { sessionId } = await client.startSession({ agent: "echo", message: 'call look_up {"key":"a"}' });
+    await client.waitUntilIdle(sessionId);
+    // The drive stops waiting after three quarters of lingerMs; the lease is still the worker's.
+    await until(() => workerDrives(worker) === 1);
+    const kept = (await raw.session(sessionId))!;
+    expect(kept.leaseOwner).toBe(worker.workerId);
+    expect(kept.leaseExpiresAt).toBeGreaterThan(Date.now());
+    const writes = [store.commits, store.releases, store.renewals];
+    expect(writes).toEqual([store.commits, 0, 0]);
+    await client.sendMessage(sessionId, 'call look_up {"key":"late"}');
+    const done = await client.waitUntilIdle(sessionId);
+    expect(done.turn?.finalText).toBe("Results: look_up -> value of late");
+    // Taken after the kept lease expired: a new grant, a new fence.
+    expect(store.grants).toBe(2);
+    expect((await raw.session(sessionId))!.fence).toBe(kept.fence + 1);
+    expect(Date.now()).toBeGreaterThanOrEqual(kept.leaseExpiresAt!);
+    await worker.stop();
+  });
+
+  it("a graceful stop hands back a kept lease whose drive stopped waiting already", async () => {
+    const { store, worker, client, raw } = setup({ lingerMs: 2_000, leaseTtlMs: 10_000 });
+    const { sessionId } = await client.startSession({ agent: "echo", message: 'call look_up {"key":"a"}' });
+    await client.waitUntilIdle(sessionId);
+    await until(() => workerDrives(worker) === 1);
+    expect((await raw.session(sessionId))?.leaseOwner).toBe(worker.workerId);
+    await worker.stop();
+    expect((await raw.session(sessionId))?.leaseOwner).toBeNull();
+    expect(store.releases).toBe(1);
+  });
+
+  it("a worker that dies holds its idle sessions for lingerMs at most; the next worker takes them", async () => {
+    const first = setup({ lingerMs: 400, leaseTtlMs: 10_000 });
+    const { sessionId } = await first.client.startSession({ agent: "echo", message: 'call look_up {"key":"a"}' });
+    await first.client.waitUntilIdle(sessionId);
+    const kept = (await first.raw.session(sessionId))!;
+    crashWorker(first.worker);
+    const next = new Worker({ store: first.store, sessions: [definition], pollIntervalMs: 20 }).start();
+    await first.client.sendMessage(sessionId, 'call look_up {"key":"b"}');
+    const done = await first.client.waitUntilIdle(sessionId);
+    expect(done.turn?.finalText).toBe("Results: look_up -> value of b");
+    const row = (await first.raw.session(sessionId))!;
+    expect(row.fence).toBe(kept.fence + 1);
+    expect(row.leaseOwner).toBe(next.workerId);
+    expect(Date.now()).toBeGreaterThanOrEqual(kept.leaseExpiresAt!);
+    await next.stop();
+  });
+
+  it("at its concurrency limit, gives a kept lease's slot to a session with work", async () => {
+    const { worker, client, raw } = setup({ lingerMs: 20_000, leaseTtlMs: 30_000, concurrency: 1 });
+    const a = await client.startSession({ agent: "echo", message: 'call look_up {"key":"a"}' });
+    await client.waitUntilIdle(a.sessionId);
+    // a is idle, its lease kept: it holds no slot.
+    expect((await raw.session(a.sessionId))?.leaseOwner).toBe(worker.workerId);
+    await until(() => worker.activeSessions === 0);
+    const b = await client.startSession({ agent: "echo", message: 'call look_up {"key":"b"}' });
+    // Long before a's lingerMs.
+    const done = await client.waitUntilIdle(b.sessionId, { timeoutMs: 4_000 });
+    expect(done.turn?.finalText).toBe("Results: look_up -> value of b");
+    // a's lease was not released (that would be a write): it expires by itself.
+    expect((await raw.session(a.sessionId))?.leaseOwner).toBe(worker.workerId);
+    await worker.stop();
+  });
+
+  it("lingerMs 0 releases the lease in the turn's last commit", async () => {
+    const { store, worker, client, raw } = setup({ lingerMs: 0 });
+    const { sessionId } = await client.startSession({ agent: "echo", message: 'call look_up {"key":"a"}' });
+    await client.waitUntilIdle(sessionId);
+    await until(() => workerDrives(worker) === 1);
+    expect((await raw.session(sessionId))?.leaseOwner).toBeNull();
+    expect(store.releases).toBe(0);
+    await worker.stop();
+  });
+
+  it("refuses a lingerMs that is not a time from 0 to the lease's TTL", () => {
+    const store = new MemoryStore();
+    for (const lingerMs of [-1, Number.NaN, Number.POSITIVE_INFINITY, 20_000]) {
+      expect(() => new Worker({ store, sessions: [definition], leaseTtlMs: 15_000, lingerMs })).toThrow(
+        ConfigurationError,
+      );
+    }
+  });
+});
