@@ -11,7 +11,7 @@ import type { CoalescerOptions } from "./coalescer.js";
 import { HistoryCache } from "./history-cache.js";
 import { machineConfig, type DefinitionMigration, type SessionDefinition } from "./definition.js";
 import { migrationTransition, runMigration } from "./migration-step.js";
-import { LeaseLostError, MigrationError, VersionConflictError } from "./errors.js";
+import { ConfigurationError, LeaseLostError, MigrationError, VersionConflictError } from "./errors.js";
 import {
   applyAll,
   applyDefinition,
@@ -23,7 +23,7 @@ import {
   type MachineInput,
 } from "./machine.js";
 import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
-import type { CommitResult, Lease, SessionStore, StoredSession } from "./store.js";
+import type { Commit, CommitResult, Lease, SessionStore, StoredSession } from "./store.js";
 import { type HeadCache, loadStoredSession } from "./stored-session.js";
 import { runReconcileAttempt } from "./reconcile-step.js";
 import { runModelAttempt, runToolAttempt } from "./tool-step.js";
@@ -81,6 +81,12 @@ export interface DriveOptions {
   readonly lingerSignal?: AbortSignal;
   /** Hears the drive start (true) and stop (false) waiting under a kept lease (`lingerMs`). */
   readonly onLinger?: (lingering: boolean) => void;
+  /**
+   * The lease is not taken yet (the session came from `findWork`, `lease.fence` is one past its
+   * fence): the drive's first commit takes it (`Commit.claim`, which needs `leaseTtlMs`). A drive
+   * whose claim is refused (another worker's came first) ends `lost`, having written nothing.
+   */
+  readonly claim?: boolean;
 }
 
 /**
@@ -128,6 +134,8 @@ class SessionDriver {
   private flushScheduled = false;
   /** Set once a commit released the lease (`releaseWhenIdle`): the drive ends. */
   private released = false;
+  /** The lease is still to be taken by the next commit (`DriveOptions.claim`). */
+  private claimPending: boolean;
   /** While the drive waits under a kept lease (`lingerMs`): until when (this process's clock) it takes a new entry. */
   private lingerUntil: number | null = null;
   private lost = false;
@@ -145,6 +153,10 @@ class SessionDriver {
     this.definition = options.definition;
     this.sessionId = options.lease.sessionId;
     this.config = machineConfig(options.definition);
+    this.claimPending = options.claim === true;
+    if (this.claimPending && options.leaseTtlMs === undefined) {
+      throw new ConfigurationError("a drive that claims its lease needs leaseTtlMs");
+    }
   }
 
   async run(): Promise<DriveEnd> {
@@ -246,7 +258,7 @@ class SessionDriver {
   /** Commits a definition transition on its own, under the lease. */
   private async commitDefinition(t: DefinitionTransition): Promise<void> {
     await this.serialized(async () => {
-      const result = await this.store.commit({
+      const result = await this.commit({
         sessionId: this.sessionId,
         fence: this.options.lease.fence,
         expectedVersion: this.version,
@@ -369,7 +381,7 @@ class SessionDriver {
     const linger = release && lingerMs > 0 && this.options.lingerSignal?.aborted !== true;
     if (t.changed || deltas.length > 0 || pin || this.pendingDeltas.length > 0) {
       await this.serialized(async () => {
-        const result = await this.store.commit({
+        const result = await this.commit({
           sessionId: this.sessionId,
           fence: this.options.lease.fence,
           expectedVersion: this.version,
@@ -462,7 +474,7 @@ class SessionDriver {
       const events = this.takeDeltas();
       if (events.length === 0) return;
       this.extended(
-        await this.store.commit({
+        await this.commit({
           sessionId: this.sessionId,
           fence: this.options.lease.fence,
           expectedVersion: this.version,
@@ -471,6 +483,18 @@ class SessionDriver {
         }),
       );
     }).catch(() => undefined); // the chain records a lost lease or a failure
+  }
+
+  /** Commits, taking the lease in the commit while the drive's claim is pending (a released lease is taken and released). */
+  private async commit(commit: Commit): Promise<CommitResult> {
+    if (!this.claimPending) return this.store.commit(commit);
+    const result = await this.store.commit({
+      ...commit,
+      claim: { workerId: this.options.lease.workerId },
+      leaseTtlMs: commit.leaseTtlMs ?? this.options.leaseTtlMs!,
+    });
+    this.claimPending = false;
+    return result;
   }
 
   /** Starts (a time) or ends (null) the wait under a kept lease, telling the caller when that changes. */

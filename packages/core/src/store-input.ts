@@ -40,6 +40,17 @@ export function checkLease(lease: Lease): void {
   checkCount("fence", lease.fence);
 }
 
+/** Checks a `findWork` request: a lease request, and the sessions to pass over. */
+export function checkWorkRequest(options: AcquireLeaseOptions & { readonly skip?: readonly string[] }): void {
+  checkLeaseRequest(options);
+  if (
+    options.skip !== undefined &&
+    (!Array.isArray(options.skip) || options.skip.some((id) => typeof id !== "string"))
+  ) {
+    throw new InvalidInputError("skip is an array of session IDs", ["skip"]);
+  }
+}
+
 export function checkLeaseRequest(options: AcquireLeaseOptions): void {
   checkWorker(options?.workerId);
   checkTtl(options.ttlMs);
@@ -170,7 +181,18 @@ export function checkCommit(commit: Commit): { events: readonly EventBody[]; his
       ]);
     }
   }
+  if (commit.claim !== undefined) checkClaim(commit);
   return { events, history };
+}
+
+/** A claim names its worker, takes a fence past the first, and says for how long (`leaseTtlMs`). */
+function checkClaim(commit: Commit): void {
+  checkWorker(commit.claim?.workerId);
+  if (commit.fence < 1) throw new InvalidInputError("a claim's fence is at least 1", ["fence"]);
+  if (commit.leaseTtlMs === undefined) {
+    throw new InvalidInputError("a claim says how long the lease lasts", ["leaseTtlMs is required with claim"]);
+  }
+  checkTtl(commit.leaseTtlMs);
 }
 
 /** Checks the cursor and page size of `readEvents`. */

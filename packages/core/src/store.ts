@@ -54,6 +54,22 @@ export interface Commit {
    * not leaves the lease's expiry as it was, and the caller renews it as usual.
    */
   readonly leaseTtlMs?: number;
+  /**
+   * Takes the lease in this commit, for `leaseTtlMs` (required with it), instead of before it: the
+   * write is applied only while no live lease holds the session and its fence is `fence - 1` (as
+   * `findWork` answered it); the lease then goes to `workerId`, with fence `fence`. Refused with
+   * `LeaseLostError` otherwise (another worker took it first), and nothing is written. Only for a
+   * store that has `findWork`.
+   */
+  readonly claim?: { readonly workerId: string };
+}
+
+/** A session `findWork` answered: its lease is taken by the first commit (`Commit.claim`) with fence `fence + 1`. */
+export interface FoundWork {
+  readonly sessionId: string;
+  /** The session's fence now (its last lease's). */
+  readonly fence: number;
+  readonly session: StoredSession;
 }
 
 export interface CommitResult {
@@ -147,6 +163,13 @@ export interface SessionStore {
   acquireLeaseWithSession?(
     options: AcquireLeaseOptions,
   ): Promise<{ readonly lease: Lease; readonly session: StoredSession } | null>;
+  /**
+   * Optional, with `Commit.claim`: a session `acquireLease` would lease, with its fence, read without
+   * leasing it (nothing is written: the lease rides in the drive's first commit). Sessions named in
+   * `skip` (those the caller drives) are passed over. Two workers can be answered the same session;
+   * the first claim wins.
+   */
+  findWork?(options: AcquireLeaseOptions & { readonly skip?: readonly string[] }): Promise<FoundWork | null>;
   /**
    * Records which definitions a worker takes, until `ttlMs` from now (replacing its earlier record;
    * an empty list removes it). Optional, with `acquireUnservedLease`: a store without them still pins

@@ -67,6 +67,8 @@ interface Plan {
 
 interface Held {
   lease: Lease;
+  /** False while the lease is still to be taken by the drive's first commit (`findWork`, `Commit.claim`). */
+  claimed: boolean;
   /** When (this process's clock) a commit of the drive last extended the lease. */
   extendedAt?: number;
   /** Since when (this process's clock) the drive waits idle under a kept lease (`lingerMs`), or null. */
@@ -96,6 +98,11 @@ export class Worker {
   private readonly lingerMs: number;
   private readonly pollIntervalMs: number;
   private readonly held = new Map<string, Held>();
+  /**
+   * Sessions whose drive failed before its claim (so it holds no lease), until when (this process's
+   * clock): passed over until then, as a failed drive's lease keeps the session off until it expires.
+   */
+  private readonly failedUnclaimed = new Map<string, number>();
   /** Leases kept for a next message whose drive stopped waiting, until they expire: a graceful stop hands them back. */
   private readonly lapsed = new Map<string, { readonly lease: Lease; readonly timer: ReturnType<typeof setTimeout> }>();
   /** What every lease request of this worker asks for (its definitions do not change). */
@@ -290,10 +297,20 @@ export class Worker {
       let lease: Lease | null = null;
       /** The leased session, when the store answered it with the lease. */
       let session: StoredSession | undefined;
+      /** The lease is to be taken by the drive's first commit. */
+      let claim = false;
       this.woken = false;
       const request = this.leaseRequest;
       try {
-        if (this.store.acquireLeaseWithSession) {
+        if (this.store.findWork) {
+          // Nothing written to find it: the lease rides in the drive's first commit.
+          const found = await this.store.findWork({ ...request, skip: this.skipped() });
+          if (found) {
+            lease = { sessionId: found.sessionId, workerId: this.workerId, fence: found.fence + 1, expiresAt: 0 };
+            session = found.session;
+            claim = true;
+          }
+        } else if (this.store.acquireLeaseWithSession) {
           const got = await this.store.acquireLeaseWithSession(request);
           if (got) ({ lease, session } = got);
         } else {
@@ -308,16 +325,23 @@ export class Worker {
         this.report(error);
       }
       if (this.stopping) {
-        if (lease && !this.dead) await this.store.releaseLease(lease).catch((e) => this.report(e));
+        if (lease && !claim && !this.dead) await this.store.releaseLease(lease).catch((e) => this.report(e));
         break;
       }
       if (lease) {
         if (this.held.size >= this.concurrency) this.endOneLinger();
-        this.hold(lease, session);
+        this.hold(lease, session, claim);
         continue;
       }
       await this.wait(this.pollIntervalMs);
     }
+  }
+
+  /** The sessions `findWork` passes over: those driven here, and those whose unclaimed drive failed lately. */
+  private skipped(): string[] {
+    const now = Date.now();
+    for (const [sessionId, until] of this.failedUnclaimed) if (until <= now) this.failedUnclaimed.delete(sessionId);
+    return [...this.held.keys(), ...this.failedUnclaimed.keys()];
   }
 
   private lingeringDrives(): number {
@@ -335,7 +359,7 @@ export class Worker {
     oldest?.linger.abort();
   }
 
-  private hold(lease: Lease, session?: StoredSession): void {
+  private hold(lease: Lease, session?: StoredSession, claim = false): void {
     const kept = this.lapsed.get(lease.sessionId);
     if (kept) {
       clearTimeout(kept.timer);
@@ -344,6 +368,7 @@ export class Worker {
     const controller = new AbortController();
     const entry: Held = {
       lease,
+      claimed: !claim,
       controller,
       lingeringSince: null,
       lingeredAt: null,
@@ -354,7 +379,7 @@ export class Worker {
     const drive = async (): Promise<DriveEnd> => {
       // A head this worker committed and the store answers unchanged is not parsed again.
       const stored = session
-        ? this.headCache.parse(session, lease.sessionId, "acquireLeaseWithSession")
+        ? this.headCache.parse(session, lease.sessionId, claim ? "findWork" : "acquireLeaseWithSession")
         : await loadStoredSession(this.store, lease.sessionId, this.headCache);
       const plan = stored ? this.planFor(stored.head) : null;
       if (!stored || !plan) return "missing";
@@ -369,7 +394,9 @@ export class Worker {
         onLeaseExtended: (expiresAt) => {
           entry.lease = { ...entry.lease, expiresAt };
           entry.extendedAt = Date.now();
+          entry.claimed = true;
         },
+        ...(claim ? { claim: true } : {}),
         lingerMs: this.lingerMs,
         lingerSignal: entry.linger.signal,
         onLinger: (lingering) => {
@@ -393,8 +420,10 @@ export class Worker {
     let lapsesAt: number | null = null;
     (entry as { done: Promise<void> }).done = drive()
       .then((end) => {
-        // The drive's last commit released the lease already.
-        released = end === "released";
+        // The drive's last commit released the lease already; a claim never made holds nothing.
+        released = end === "released" || !entry.claimed;
+        // Another worker's claim came first: look for other work at once.
+        if (end === "lost" && !entry.claimed) this.poke();
         // The lease expires by itself; a graceful stop hands it back at once (below).
         if (end === "lapsed" && !this.stopping) {
           released = true;
@@ -403,6 +432,7 @@ export class Worker {
       })
       .catch((error) => {
         failed = true;
+        if (!entry.claimed) this.failedUnclaimed.set(lease.sessionId, Date.now() + this.leaseTtlMs);
         if (!this.dead) this.report(error);
       })
       .then(async () => {
@@ -439,7 +469,8 @@ export class Worker {
 
   private async renew(entry: Held): Promise<void> {
     // A lease kept for the next message is left to expire: renewing it would keep it past its time.
-    if (this.dead || entry.controller.signal.aborted || entry.lingeringSince !== null) return;
+    // One still to be claimed is not held yet.
+    if (this.dead || entry.controller.signal.aborted || entry.lingeringSince !== null || !entry.claimed) return;
     // A commit extended the lease within the last sixth of its TTL: it has at least half of it left
     // at the next renewal (every third), so this one is skipped.
     if (entry.extendedAt !== undefined && Date.now() - entry.extendedAt < this.leaseTtlMs / 6) return;

@@ -9,6 +9,7 @@ import { crashWorker, MemoryStore, memoryRawReader, ScriptedRunner, workerDrives
 
 /** A memory store that counts what the worker asks of it around leases. */
 class CountingStore extends MemoryStore {
+  /** Leases taken: granted (`acquireLease`) or claimed in a commit (`Commit.claim`). */
   grants = 0;
   releases = 0;
   renewals = 0;
@@ -26,9 +27,11 @@ class CountingStore extends MemoryStore {
     this.renewals += 1;
     return super.renewLease(...args);
   }
-  override commit(...args: Parameters<MemoryStore["commit"]>) {
+  override async commit(...args: Parameters<MemoryStore["commit"]>) {
     this.commits += 1;
-    return super.commit(...args);
+    const result = await super.commit(...args);
+    if (args[0].claim) this.grants += 1;
+    return result;
   }
 }
 

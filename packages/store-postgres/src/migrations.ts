@@ -216,4 +216,33 @@ END
 $body$;
 `,
   },
+  {
+    version: 6,
+    name: "work found without a write",
+    sql: (s) => `
+-- The session the pinned lease grant would take, read without locking or writing it (the store's
+-- findWork): the lease is taken by the drive's first commit instead (commitClaim), so a turn makes one
+-- write transaction less. Sessions in p_skip (those the caller drives already) are passed over.
+CREATE FUNCTION ${s}.find_work_pinned(
+  p_agents text[], p_served text[], p_migrating text[], p_skip text[]
+) RETURNS TABLE (
+  session_id text, fence bigint, head json, run_state text, version bigint, last_event_seq bigint
+) LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $body$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT s.session_id, s.fence, s.head, s.run_state, s.version, s.last_event_seq FROM ${s}.sessions s
+  WHERE s.agent = ANY(p_agents) AND (s.runnable OR s.last_inbox_seq > s.inbox_cursor)
+    AND (s.lease_owner IS NULL OR s.lease_expires_at <= now())
+    AND (s.fingerprint = ANY(p_served)
+      OR (s.fingerprint = ANY(p_migrating) AND NOT EXISTS (
+        SELECT 1 FROM ${s}.definition_announcements a
+        WHERE a.agent = s.agent AND a.fingerprint = s.fingerprint AND a.role = 'serves' AND a.expires_at > now())))
+    AND s.session_id <> ALL(p_skip)
+  ORDER BY s.touched_at
+  LIMIT 1;
+END
+$body$;
+`,
+  },
 ];

@@ -19,6 +19,7 @@ import {
   type Commit,
   type CommitResult,
   type DefinitionAnnouncement,
+  type FoundWork,
   type Lease,
   type NewSession,
   type StoreNotification,
@@ -145,23 +146,28 @@ export class PostgresStore implements SessionStore {
     const pin = head === undefined ? null : storeInput.pinColumns(head);
     const stored = head === undefined ? null : splitHead(head);
     const extend = commit.release !== true && commit.leaseTtlMs !== undefined;
-    const result = await this.run<{ version: string; last_event_seq: string; expires_at: string | null }>("commit", [
-      commit.sessionId,
-      commit.fence,
-      commit.expectedVersion,
-      stored === null ? null : stored.head,
-      head === undefined ? null : commit.runnable,
-      head === undefined ? null : head.inboxCursor,
-      JSON.stringify(history),
-      history.length,
-      JSON.stringify(events),
-      events.length,
-      pin?.fingerprint ?? null,
-      pin?.waiting ?? null,
-      stored?.runState ?? null,
-      commit.release === true,
-      extend ? Math.ceil(commit.leaseTtlMs!) : null,
-    ]);
+    const claim = commit.claim?.workerId;
+    const result = await this.run<{ version: string; last_event_seq: string; expires_at: string | null }>(
+      claim === undefined ? "commit" : "commitClaim",
+      [
+        commit.sessionId,
+        commit.fence,
+        commit.expectedVersion,
+        stored === null ? null : stored.head,
+        head === undefined ? null : commit.runnable,
+        head === undefined ? null : head.inboxCursor,
+        JSON.stringify(history),
+        history.length,
+        JSON.stringify(events),
+        events.length,
+        pin?.fingerprint ?? null,
+        pin?.waiting ?? null,
+        stored?.runState ?? null,
+        commit.release === true,
+        extend ? Math.ceil(commit.leaseTtlMs!) : null,
+        ...(claim === undefined ? [] : [claim]),
+      ],
+    );
     const row = result.rows[0];
     if (row) {
       const done = { version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
@@ -173,6 +179,17 @@ export class PostgresStore implements SessionStore {
 
   /** Why a commit changed nothing: no session, a lost lease, or a moved version (checked in that order). */
   private async refusal(commit: Commit): Promise<Error> {
+    if (commit.claim !== undefined) {
+      // A claim is refused as a lost lease unless the lease was free at the claimed fence.
+      const result = await this.run<{ version: string; claimable: boolean }>("claimDiagnosis", [
+        commit.sessionId,
+        commit.fence,
+      ]);
+      const row = result.rows[0];
+      if (!row) return new SessionNotFoundError(commit.sessionId);
+      if (!row.claimable) return new LeaseLostError(commit.sessionId, commit.fence);
+      return new VersionConflictError(commit.sessionId, commit.expectedVersion, Number(row.version));
+    }
     const result = await this.run<{ version: string; lease_held: boolean }>("commitDiagnosis", [
       commit.sessionId,
       commit.fence,
@@ -246,6 +263,37 @@ export class PostgresStore implements SessionStore {
     };
     return {
       lease,
+      session: {
+        head: joinHead(row.head, row.run_state),
+        version: Number(row.version),
+        lastEventSeq: Number(row.last_event_seq),
+      },
+    };
+  }
+
+  async findWork(options: AcquireLeaseOptions & { readonly skip?: readonly string[] }): Promise<FoundWork | null> {
+    storeInput.checkWorkRequest(options);
+    if (options.agents.length === 0) return null;
+    const wanted = storeInput.leaseFingerprints(options);
+    const skip = [...(options.skip ?? [])];
+    const result =
+      wanted === null
+        ? await this.run("findWork", [options.agents, skip])
+        : await this.run("findWorkPinned", [options.agents, wanted.served, wanted.migrating, skip]);
+    const row = result.rows[0] as
+      | {
+          session_id: string;
+          fence: string;
+          head: SessionHead;
+          run_state: string | null;
+          version: string;
+          last_event_seq: string;
+        }
+      | undefined;
+    if (!row) return null;
+    return {
+      sessionId: row.session_id,
+      fence: Number(row.fence),
       session: {
         head: joinHead(row.head, row.run_state),
         version: Number(row.version),

@@ -9,7 +9,9 @@ export interface StoreSql {
   readonly loadSession: string;
   readonly readHistory: string;
   readonly commit: string;
+  readonly commitClaim: string;
   readonly commitDiagnosis: string;
+  readonly claimDiagnosis: string;
   readonly enqueue: string;
   readonly readInbox: string;
   readonly acquireLease: string;
@@ -17,6 +19,8 @@ export interface StoreSql {
   readonly acquireLeaseWithSession: string;
   readonly acquireLeasePinnedWithSession: string;
   readonly acquireUnservedLease: string;
+  readonly findWork: string;
+  readonly findWorkPinned: string;
   readonly announceDefinitions: string;
   readonly renewLease: string;
   readonly releaseLease: string;
@@ -51,13 +55,19 @@ export function storeSql(s: string, channel: string): StoreSql {
     acquireLeasePinned: `SELECT session_id, fence, expires_at FROM ${s}.acquire_lease_pinned($1, $2, $3, $4, $5)`,
     acquireLeasePinnedWithSession: `SELECT session_id, fence, expires_at, head, run_state, version, last_event_seq
 FROM ${s}.acquire_lease_pinned($1, $2, $3, $4, $5)`,
+    // $1 agents, $2 served fingerprints, $3 fingerprints migrated from, $4 sessions to pass over:
+    // migration 6's function (planned once per connection, as the pinned grant).
+    findWorkPinned: `SELECT session_id, fence, head, run_state, version, last_event_seq FROM ${s}.find_work_pinned($1, $2, $3, $4)`,
   };
 }
 
 function statements(
   s: string,
   channel: string,
-): Omit<StoreSql, "acquireLeaseWithSession" | "acquireLeasePinned" | "acquireLeasePinnedWithSession"> {
+): Omit<
+  StoreSql,
+  "acquireLeaseWithSession" | "acquireLeasePinned" | "acquireLeasePinnedWithSession" | "findWorkPinned"
+> {
   /** A live announcement of session row `alias`'s definition (in `role`, an SQL literal, when given). */
   const announcedBy = (alias: string, role: string | null) =>
     `SELECT 1 FROM ${s}.definition_announcements a WHERE a.agent = ${alias}.agent AND a.fingerprint = ${alias}.fingerprint${
@@ -67,6 +77,54 @@ function statements(
   const grant = `UPDATE ${s}.sessions t SET lease_owner = $2, fence = t.fence + 1, lease_expires_at = ${expiry}, touched_at = now()
 FROM picked WHERE t.session_id = picked.session_id
 RETURNING t.session_id, t.fence, ${expiresAtMs.replace("lease_expires_at", "t.lease_expires_at")} AS expires_at`;
+
+  /** The commit statement; with `claim`, it takes the lease in the same write (see commitClaim). */
+  function commitStatement(claim: boolean): string {
+    const lease = claim
+      ? `fence = $2,
+    lease_owner = CASE WHEN $14::boolean THEN NULL ELSE $16::text END,
+    lease_expires_at = CASE WHEN $14::boolean THEN NULL
+      ELSE date_trunc('milliseconds', now()) + $15::bigint * interval '1 millisecond' END,
+    touched_at = now()
+  WHERE session_id = $1 AND fence = $2 - 1 AND (lease_owner IS NULL OR lease_expires_at <= now())`
+      : `lease_owner = CASE WHEN $14::boolean THEN NULL ELSE lease_owner END,
+    lease_expires_at = CASE WHEN $14::boolean THEN NULL WHEN $15::bigint IS NULL THEN lease_expires_at
+      ELSE date_trunc('milliseconds', now()) + $15::bigint * interval '1 millisecond' END,
+    touched_at = CASE WHEN $14::boolean THEN now() ELSE touched_at END
+  WHERE session_id = $1 AND fence = $2 AND lease_owner IS NOT NULL AND lease_expires_at > now()`;
+    return `
+WITH updated AS (
+  UPDATE ${s}.sessions SET
+    head = COALESCE($4::json, head),
+    run_state = CASE WHEN $4::json IS NULL OR run_state IS NOT DISTINCT FROM $13::text THEN run_state ELSE $13::text END,
+    fingerprint = COALESCE($11::text, fingerprint),
+    definition_waiting = COALESCE($12::boolean, definition_waiting),
+    version = version + CASE WHEN $4::json IS NULL THEN 0 ELSE 1 END,
+    runnable = COALESCE($5::boolean, runnable),
+    inbox_cursor = COALESCE($6::bigint, inbox_cursor),
+    history_length = history_length + $8::bigint,
+    last_event_seq = last_event_seq + $10::bigint,
+    ${lease}
+    AND version = $3
+  RETURNING session_id, version, history_length, last_event_seq, ${ready} AS has_work, ${expiresAtMs} AS expires_at
+), history AS (
+  INSERT INTO ${s}.history (session_id, position, item)
+  SELECT u.session_id, u.history_length - $8::bigint + h.ord - 1, h.value
+  FROM updated u, json_array_elements($7::json) WITH ORDINALITY AS h(value, ord)
+), events AS (
+  INSERT INTO ${s}.event_batches (session_id, last_seq, events)
+  SELECT u.session_id, u.last_event_seq, $9::json FROM updated u WHERE $10::bigint > 0
+), carried AS (
+  SELECT u.session_id, 'batch:' || json_build_object('s', u.session_id, 'l', u.last_event_seq, 'a', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00', 'e', $9::json)::text AS payload
+  FROM updated u WHERE $10::bigint > 0
+), notes AS (
+  SELECT pg_notify('${channel}', CASE WHEN octet_length(c.payload) <= ${MAX_CARRIED_PAYLOAD} THEN c.payload ELSE 'events:' || c.session_id END)
+  FROM carried c
+  UNION ALL
+  SELECT pg_notify('${channel}', 'work') FROM updated u WHERE $14::boolean AND u.has_work
+)
+SELECT u.version, u.last_event_seq, u.expires_at, (SELECT count(*) FROM notes) AS notes FROM updated u`;
+  }
   return {
     // $1 id, $2 agent, $3 head, $4 inbox cursor, $5 events (json array), $6 inbox entry or null,
     // $7 dedupe key, $8 fingerprint ('' when not pinned), $9 waiting for its definition, $10 run state or null
@@ -102,46 +160,27 @@ SELECT c.last_event_seq, (SELECT count(*) FROM notes) AS notes FROM created c`,
     // (null when it has none; a run state equal to the stored one is left as it is, not rewritten),
     // $14 release the lease too (as releaseLease: after the write, the fence kept, work notified),
     // $15 ttl ms to extend the lease to (as renewLease), or null
-    commit: `
-WITH updated AS (
-  UPDATE ${s}.sessions SET
-    head = COALESCE($4::json, head),
-    run_state = CASE WHEN $4::json IS NULL OR run_state IS NOT DISTINCT FROM $13::text THEN run_state ELSE $13::text END,
-    fingerprint = COALESCE($11::text, fingerprint),
-    definition_waiting = COALESCE($12::boolean, definition_waiting),
-    version = version + CASE WHEN $4::json IS NULL THEN 0 ELSE 1 END,
-    runnable = COALESCE($5::boolean, runnable),
-    inbox_cursor = COALESCE($6::bigint, inbox_cursor),
-    history_length = history_length + $8::bigint,
-    last_event_seq = last_event_seq + $10::bigint,
-    lease_owner = CASE WHEN $14::boolean THEN NULL ELSE lease_owner END,
-    lease_expires_at = CASE WHEN $14::boolean THEN NULL WHEN $15::bigint IS NULL THEN lease_expires_at
-      ELSE date_trunc('milliseconds', now()) + $15::bigint * interval '1 millisecond' END,
-    touched_at = CASE WHEN $14::boolean THEN now() ELSE touched_at END
-  WHERE session_id = $1 AND fence = $2 AND lease_owner IS NOT NULL AND lease_expires_at > now()
-    AND version = $3
-  RETURNING session_id, version, history_length, last_event_seq, ${ready} AS has_work, ${expiresAtMs} AS expires_at
-), history AS (
-  INSERT INTO ${s}.history (session_id, position, item)
-  SELECT u.session_id, u.history_length - $8::bigint + h.ord - 1, h.value
-  FROM updated u, json_array_elements($7::json) WITH ORDINALITY AS h(value, ord)
-), events AS (
-  INSERT INTO ${s}.event_batches (session_id, last_seq, events)
-  SELECT u.session_id, u.last_event_seq, $9::json FROM updated u WHERE $10::bigint > 0
-), carried AS (
-  SELECT u.session_id, 'batch:' || json_build_object('s', u.session_id, 'l', u.last_event_seq, 'a', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00', 'e', $9::json)::text AS payload
-  FROM updated u WHERE $10::bigint > 0
-), notes AS (
-  SELECT pg_notify('${channel}', CASE WHEN octet_length(c.payload) <= ${MAX_CARRIED_PAYLOAD} THEN c.payload ELSE 'events:' || c.session_id END)
-  FROM carried c
-  UNION ALL
-  SELECT pg_notify('${channel}', 'work') FROM updated u WHERE $14::boolean AND u.has_work
-)
-SELECT u.version, u.last_event_seq, u.expires_at, (SELECT count(*) FROM notes) AS notes FROM updated u`,
+    commit: commitStatement(false),
+    // As commit, taking the lease in the same write (Commit.claim): $16 the worker. Applied only while
+    // no live lease holds the session and its fence is $2 - 1; the fence becomes $2.
+    commitClaim: commitStatement(true),
 
     commitDiagnosis: `
 SELECT version, (fence = $2 AND lease_owner IS NOT NULL AND lease_expires_at > now()) AS lease_held
 FROM ${s}.sessions WHERE session_id = $1`,
+
+    claimDiagnosis: `
+SELECT version, (fence = $2 - 1 AND (lease_owner IS NULL OR lease_expires_at <= now())) AS claimable
+FROM ${s}.sessions WHERE session_id = $1`,
+
+    // $1 agents, $2 sessions to pass over: what acquireLease would grant, read without a lock or a write.
+    findWork: `
+SELECT session_id, fence, head, run_state, version, last_event_seq FROM ${s}.sessions
+WHERE agent = ANY($1::text[]) AND ${ready}
+  AND (lease_owner IS NULL OR lease_expires_at <= now())
+  AND session_id <> ALL($2::text[])
+ORDER BY touched_at
+LIMIT 1`,
 
     // $1 id, $2 entry, $3 dedupe key or null
     enqueue: `

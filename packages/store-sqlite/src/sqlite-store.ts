@@ -22,6 +22,7 @@ import {
   type Commit,
   type CommitResult,
   type DefinitionAnnouncement,
+  type FoundWork,
   type Lease,
   type NewSession,
   type StoreNotification,
@@ -186,9 +187,12 @@ export class SqliteStore implements SessionStore {
       const now = this.now();
       const row = this.statements.commitRead.get(commit.sessionId) as StoredRow | undefined;
       if (!row) throw new SessionNotFoundError(commit.sessionId);
-      if (row.fence !== commit.fence || row.lease_owner === null || (row.lease_expires_at ?? 0) <= now) {
-        throw new LeaseLostError(commit.sessionId, commit.fence);
-      }
+      const leaseLive = row.lease_owner !== null && (row.lease_expires_at ?? 0) > now;
+      // A claim takes a free lease at the fence after the session's; any other commit needs the live one.
+      const allowed = commit.claim
+        ? !leaseLive && row.fence === commit.fence - 1
+        : leaseLive && row.fence === commit.fence;
+      if (!allowed) throw new LeaseLostError(commit.sessionId, commit.fence);
       if (row.version !== commit.expectedVersion) {
         throw new VersionConflictError(commit.sessionId, commit.expectedVersion, row.version);
       }
@@ -221,13 +225,17 @@ export class SqliteStore implements SessionStore {
       // The lease goes in the same transaction, after the write (Commit.release).
       let hasWork = false;
       let leaseExpiresAt: number | null = null;
+      if (commit.claim) {
+        leaseExpiresAt = now + Math.ceil(commit.leaseTtlMs!);
+        this.statements.claimLease.run(commit.claim.workerId, commit.fence, leaseExpiresAt, now, row.id);
+      }
       if (commit.release === true) {
         const released = this.statements.releaseLease.get(now, commit.sessionId, commit.fence) as
           | { has_work: number }
           | undefined;
         hasWork = Boolean(released?.has_work);
         if (hasWork) this.statements.bumpWork.run();
-      } else if (commit.leaseTtlMs !== undefined) {
+      } else if (commit.leaseTtlMs !== undefined && !commit.claim) {
         leaseExpiresAt = now + Math.ceil(commit.leaseTtlMs);
         this.statements.extendLease.run(leaseExpiresAt, row.id);
       }
@@ -285,6 +293,34 @@ export class SqliteStore implements SessionStore {
     const served = JSON.stringify(wanted.served);
     const migrating = JSON.stringify(wanted.migrating);
     return this.grant(options, (now) => this.statements.findReadyPinned.get({ agents, served, migrating, now }));
+  }
+
+  async findWork(options: AcquireLeaseOptions & { readonly skip?: readonly string[] }): Promise<FoundWork | null> {
+    storeInput.checkWorkRequest(options);
+    if (options.agents.length === 0) return null;
+    const agents = JSON.stringify(options.agents);
+    const skip = JSON.stringify(options.skip ?? []);
+    const wanted = storeInput.leaseFingerprints(options);
+    const row = await this.read(() => {
+      const now = this.now();
+      return (
+        wanted === null
+          ? this.statements.findWork.get({ agents, skip, now })
+          : this.statements.findWorkPinned.get({
+              agents,
+              served: JSON.stringify(wanted.served),
+              migrating: JSON.stringify(wanted.migrating),
+              skip,
+              now,
+            })
+      ) as { session_id: string; fence: number; head: string; version: number; last_event_seq: number } | undefined;
+    });
+    if (!row) return null;
+    return {
+      sessionId: row.session_id,
+      fence: row.fence,
+      session: { head: JSON.parse(row.head), version: row.version, lastEventSeq: row.last_event_seq },
+    };
   }
 
   async announceDefinitions(announcement: DefinitionAnnouncement): Promise<void> {

@@ -70,6 +70,22 @@ ORDER BY touched_at LIMIT 1`,
 INSERT INTO definition_announcements (agent, fingerprint, role, worker_id, expires_at) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT DO UPDATE SET expires_at = excluded.expires_at`,
   // ? worker, ? expires at, ? now, ? id, ? now
+  // What findReady / findReadyPinned find, passing over the sessions of $skip (json array), with
+  // the session as loadSession reads it (findWork: nothing written, the lease rides in a commit).
+  findWork: `
+SELECT session_id, fence, head, version, last_event_seq FROM sessions INDEXED BY sessions_ready
+WHERE agent IN (SELECT value FROM json_each($agents)) AND ${ready} AND ${leaseFree}
+  AND session_id NOT IN (SELECT value FROM json_each($skip))
+ORDER BY touched_at LIMIT 1`,
+  findWorkPinned: `
+SELECT session_id, fence, head, version, last_event_seq FROM sessions INDEXED BY sessions_ready
+WHERE agent IN (SELECT value FROM json_each($agents)) AND ${ready} AND ${leaseFree}
+  AND (fingerprint IN (SELECT value FROM json_each($served))
+    OR (fingerprint IN (SELECT value FROM json_each($migrating)) AND NOT ${announced("serves")}))
+  AND session_id NOT IN (SELECT value FROM json_each($skip))
+ORDER BY touched_at LIMIT 1`,
+  // ? worker, ? fence, ? expires at, ? now, ? id (a commit takes the lease: Commit.claim)
+  claimLease: "UPDATE sessions SET lease_owner = ?, fence = ?, lease_expires_at = ?, touched_at = ? WHERE id = ?",
   grantLease: `
 UPDATE sessions SET lease_owner = ?, fence = fence + 1, lease_expires_at = ?, touched_at = ?
 WHERE session_id = ? AND ${ready} AND (lease_owner IS NULL OR lease_expires_at <= ?)

@@ -16,7 +16,7 @@ import { newSessionHead } from "../machine.js";
 import { maxSessionIdLength } from "../store-input.js";
 import { loadStoredSession } from "../stored-session.js";
 import type { EventBody, HistoryItem, SessionHead } from "../schemas.js";
-import type { Lease, SessionStore, StoreNotification } from "../store.js";
+import type { Commit, CommitResult, Lease, SessionStore, StoreNotification } from "../store.js";
 import type { StoreHarness, TestApi } from "./types.js";
 
 const agent = "store-suite";
@@ -860,6 +860,132 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       const any = await store.acquireLeaseWithSession({ workerId: "w3", ttlMs: 5_000, agents: [agent] });
       assert.equal(any?.lease.sessionId, other.sessionId);
       assert.deepEqual(any?.session.head, other);
+    });
+
+    test("findWork answers what acquireLease would lease, with its fence, and writes nothing", async () => {
+      const { store, raw } = await open();
+      if (!store.findWork) return; // optional, with Commit.claim
+      const request = { workerId: "w", ttlMs: 5_000, agents: [agent] };
+      assert.equal(await store.findWork(request), null, "no session has work");
+      await create(store); // no work
+      const head = await createPinned(store, "fp-a");
+      assert.equal(await store.findWork({ ...request, fingerprints: ["fp-b"] }), null, "pinned elsewhere");
+      const before = await raw.session(head.sessionId);
+      const found = await store.findWork({ ...request, fingerprints: ["fp-a"] });
+      assert.ok(found);
+      assert.equal(found.sessionId, head.sessionId);
+      assert.equal(found.fence, 0);
+      assert.deepEqual(found.session, await store.loadSession(head.sessionId));
+      assert.deepEqual(await raw.session(head.sessionId), before, "nothing written");
+      assert.equal(await store.findWork({ ...request, skip: [head.sessionId] }), null, "passed over");
+      await assert.rejects(
+        store.findWork({ ...request, skip: "x" as unknown as string[] }),
+        InvalidInputError.isInstance,
+      );
+      // A session a live lease holds is not found; once the lease is released it is, at its new fence.
+      const l = await lease(store, "w2");
+      assert.equal(await store.findWork(request), null, "leased");
+      await store.releaseLease(l);
+      assert.equal((await store.findWork(request))?.fence, l.fence);
+    });
+
+    test("a commit with a claim takes a free lease at the fence findWork answered; a second claim is refused and writes nothing", async () => {
+      const { store, raw } = await open();
+      if (!store.findWork) return; // optional, with Commit.claim
+      const head = await create(store, { withMessage: true });
+      const found = await store.findWork({ workerId: "w1", ttlMs: 5_000, agents: [agent] });
+      assert.ok(found);
+      const claim = (workerId: string, over: Partial<Commit> = {}) =>
+        store.commit({
+          sessionId: head.sessionId,
+          fence: found.fence + 1,
+          expectedVersion: 1,
+          head: { ...head, inboxCursor: 1 },
+          runnable: true,
+          appendHistory: [item(`from ${workerId}`)],
+          events: [noteEvent(`claimed by ${workerId}`)],
+          claim: { workerId },
+          leaseTtlMs: 10_000,
+          ...over,
+        });
+      await assert.rejects(claim("w1", { leaseTtlMs: undefined }), InvalidInputError.isInstance, "a claim needs a TTL");
+      await assert.rejects(claim("w1", { claim: { workerId: "" } }), InvalidInputError.isInstance);
+      const before = Date.now();
+      const [first, second] = await Promise.allSettled([claim("w1"), claim("w2")]);
+      const won = [first, second].filter((r) => r.status === "fulfilled");
+      const lost = [first, second].filter((r) => r.status === "rejected");
+      assert.equal(won.length, 1, "one claim wins");
+      assert.ok(LeaseLostError.isInstance((lost[0] as PromiseRejectedResult).reason), "the other loses its lease");
+      const winner = first.status === "fulfilled" ? "w1" : "w2";
+      const result = (won[0] as PromiseFulfilledResult<CommitResult>).value;
+      assert.equal(result.version, 2);
+      assert.ok((result.leaseExpiresAt ?? 0) >= before + 9_000, "for the claim's TTL from the commit");
+      const row = await raw.session(head.sessionId);
+      assert.equal(row?.leaseOwner, winner);
+      assert.equal(row?.fence, found.fence + 1);
+      assert.equal(row?.leaseExpiresAt, result.leaseExpiresAt);
+      assert.deepEqual(
+        (await store.readHistory(head.sessionId)).map((i) => i.display.text),
+        [`from ${winner}`],
+        "only the winner's write is there",
+      );
+      assert.equal((await raw.events(head.sessionId)).length, 2);
+      // Under the claimed lease the winner commits as with a granted one; nobody else gets it.
+      assert.equal(await store.acquireLease({ workerId: "w3", ttlMs: 5_000, agents: [agent] }), null);
+      assert.equal(await store.findWork({ workerId: "w3", ttlMs: 5_000, agents: [agent] }), null);
+      const next = await store.commit({
+        sessionId: head.sessionId,
+        fence: found.fence + 1,
+        expectedVersion: 2,
+        events: [noteEvent("under the claimed lease")],
+      });
+      assert.equal(next.version, 2);
+    });
+
+    test("a claim is refused while a live lease holds the session, at a stale fence, and at a moved version", async () => {
+      const { store, raw } = await open();
+      if (!store.findWork) return; // optional, with Commit.claim
+      const head = await create(store, { withMessage: true });
+      const found = await store.findWork({ workerId: "w1", ttlMs: 5_000, agents: [agent] });
+      assert.ok(found);
+      const claim = (fence: number, expectedVersion = 1) =>
+        store.commit({
+          sessionId: head.sessionId,
+          fence,
+          expectedVersion,
+          head: { ...head, inboxCursor: 1 },
+          runnable: false,
+          events: [noteEvent("claim")],
+          claim: { workerId: "w1" },
+          leaseTtlMs: LEASE_TTL_MS,
+        });
+      // Another worker was granted the lease after findWork answered: the claim loses.
+      const other = await store.acquireLease({ workerId: "w2", ttlMs: 300, agents: [agent] });
+      assert.ok(other);
+      await assert.rejects(claim(found.fence + 1), LeaseLostError.isInstance);
+      // Its lease expired: a claim at the fence findWork answered before the grant is stale.
+      await sleepUntil(other.expiresAt + 50);
+      await assert.rejects(claim(found.fence + 1), LeaseLostError.isInstance);
+      const row = await raw.session(head.sessionId);
+      assert.equal(row?.version, 1);
+      assert.equal(row?.leaseOwner, "w2");
+      // At the fence after the expired lease's, the claim takes it; at a moved version it is refused.
+      await assert.rejects(claim(other.fence + 1, 7), VersionConflictError.isInstance);
+      assert.equal((await raw.session(head.sessionId))?.leaseOwner, "w2", "a refused claim takes nothing");
+      const taken = await claim(other.fence + 1);
+      assert.equal(taken.version, 2);
+      assert.equal((await raw.session(head.sessionId))?.leaseOwner, "w1");
+      await assert.rejects(
+        store.commit({
+          sessionId: "nobody",
+          fence: 1,
+          expectedVersion: 1,
+          events: [],
+          claim: { workerId: "w1" },
+          leaseTtlMs: 1_000,
+        }),
+        SessionNotFoundError.isInstance,
+      );
     });
 
     test("subscribers are woken by new inbox entries, events and released work", async () => {

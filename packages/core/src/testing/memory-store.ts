@@ -15,6 +15,7 @@ import type {
   CommitResult,
   DefinitionAnnouncement,
   EnqueueResult,
+  FoundWork,
   Lease,
   NewSession,
   SessionStore,
@@ -126,9 +127,19 @@ export class MemoryStore implements SessionStore {
     if (commit.leaseTtlMs !== undefined) storeInput.checkTtl(commit.leaseTtlMs);
     const record = this.records.get(commit.sessionId);
     if (!record) throw new SessionNotFoundError(commit.sessionId);
-    if (!this.holds(record, commit.fence)) throw new LeaseLostError(commit.sessionId, commit.fence);
+    const claimable =
+      commit.claim !== undefined &&
+      record.fence === commit.fence - 1 &&
+      (record.leaseOwner === null || (record.leaseExpiresAt ?? 0) <= this.now());
+    if (commit.claim ? !claimable : !this.holds(record, commit.fence)) {
+      throw new LeaseLostError(commit.sessionId, commit.fence);
+    }
     if (record.version !== commit.expectedVersion) {
       throw new VersionConflictError(commit.sessionId, commit.expectedVersion, record.version);
+    }
+    if (commit.claim) {
+      record.fence = commit.fence;
+      record.leaseOwner = commit.claim.workerId;
     }
     if (commit.head) {
       record.head = JSON.stringify(commit.head);
@@ -181,20 +192,35 @@ export class MemoryStore implements SessionStore {
 
   async acquireLease(options: AcquireLeaseOptions): Promise<Lease | null> {
     storeInput.checkLeaseRequest(options);
+    return this.grant(options, this.servedBy(options));
+  }
+
+  async findWork(options: AcquireLeaseOptions & { readonly skip?: readonly string[] }): Promise<FoundWork | null> {
+    storeInput.checkWorkRequest(options);
+    const skip = new Set(options.skip ?? []);
+    const fits = this.servedBy(options);
+    const record = this.pick(options, (r) => !skip.has(r.sessionId) && fits(r));
+    if (!record) return null;
+    return {
+      sessionId: record.sessionId,
+      fence: record.fence,
+      session: { head: JSON.parse(record.head) as SessionHead, version: record.version, lastEventSeq: lastSeq(record) },
+    };
+  }
+
+  /** Which sessions with work a lease request takes: those of its fingerprints (and of those it migrates, served by nobody). */
+  private servedBy(options: AcquireLeaseOptions): (record: MemorySessionRecord) => boolean {
     const wanted = storeInput.leaseFingerprints(options);
-    if (wanted === null) return this.grant(options, () => true);
+    if (wanted === null) return () => true;
     // The live announcements are read only when a session pinned to a migrating fingerprint has work.
     let served: Set<string> | undefined;
     const isServed = (record: MemorySessionRecord): boolean => {
       served ??= this.announced("serves");
       return served.has(`${record.agent}\0${record.fingerprint}`);
     };
-    return this.grant(
-      options,
-      (record) =>
-        wanted.served.includes(record.fingerprint) ||
-        (wanted.migrating.includes(record.fingerprint) && !isServed(record)),
-    );
+    return (record) =>
+      wanted.served.includes(record.fingerprint) ||
+      (wanted.migrating.includes(record.fingerprint) && !isServed(record));
   }
 
   async announceDefinitions(announcement: DefinitionAnnouncement): Promise<void> {
@@ -234,26 +260,35 @@ export class MemoryStore implements SessionStore {
     return keys;
   }
 
-  /** Leases the first session of the agents that has work, no live lease and passes `fits`. */
-  private grant(options: AcquireLeaseOptions, fits: (record: MemorySessionRecord) => boolean): Lease | null {
+  /** The first session of the agents that has work, no live lease and passes `fits`. */
+  private pick(
+    options: AcquireLeaseOptions,
+    fits: (record: MemorySessionRecord) => boolean,
+  ): MemorySessionRecord | null {
     const now = this.now();
     for (const record of this.records.values()) {
       // Cheapest first: most sessions have no work.
       if (!record.runnable && (record.inbox.at(-1)?.seq ?? 0) <= record.inboxCursor) continue;
       if (record.leaseOwner !== null && (record.leaseExpiresAt ?? 0) > now) continue;
       if (!options.agents.includes(record.agent)) continue;
-      if (!fits(record)) continue;
-      record.fence += 1;
-      record.leaseOwner = options.workerId;
-      record.leaseExpiresAt = now + options.ttlMs;
-      return {
-        sessionId: record.sessionId,
-        workerId: options.workerId,
-        fence: record.fence,
-        expiresAt: record.leaseExpiresAt,
-      };
+      if (fits(record)) return record;
     }
     return null;
+  }
+
+  /** Leases the session `pick` finds. */
+  private grant(options: AcquireLeaseOptions, fits: (record: MemorySessionRecord) => boolean): Lease | null {
+    const record = this.pick(options, fits);
+    if (!record) return null;
+    record.fence += 1;
+    record.leaseOwner = options.workerId;
+    record.leaseExpiresAt = this.now() + options.ttlMs;
+    return {
+      sessionId: record.sessionId,
+      workerId: options.workerId,
+      fence: record.fence,
+      expiresAt: record.leaseExpiresAt,
+    };
   }
 
   async renewLease(lease: Lease, ttlMs: number): Promise<Lease | null> {
