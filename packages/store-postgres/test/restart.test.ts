@@ -65,10 +65,15 @@ describe("after PostgreSQL restarts", () => {
 
     // Writer 2: 40 commits under one lease; an ambiguous failure is resolved by reading the version.
     const commits = (async () => {
-      const lease: Lease = (await retry(
-        () => store.acquireLease({ workerId: "w", ttlMs: 60_000, agents: ["helper-agent"] }),
-        commitFailures,
-      ))!;
+      // The session is runnable once writer 1's first message is in; until then there is no work.
+      let lease: Lease | null = null;
+      while (lease === null) {
+        lease = await retry(
+          () => store.acquireLease({ workerId: "w", ttlMs: 60_000, agents: ["helper-agent"] }),
+          commitFailures,
+        );
+        if (lease === null) await sleep(5);
+      }
       expect(lease.sessionId).toBe(id);
       for (let n = 1; n <= 40; n++) {
         const commit = {

@@ -51,6 +51,8 @@ export interface CrashRunOptions {
   readonly spreadMs?: number;
   readonly maxTurns?: number;
   readonly leaseTtlMs?: number;
+  /** How long a worker keeps an idle session's lease (the Worker's `lingerMs`). Default: the Worker's. */
+  readonly lingerMs?: number;
   readonly pollIntervalMs?: number;
   /** Chance that one tool execution fails. Default 0.2. */
   readonly failureRate?: number;
@@ -235,6 +237,7 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
   const fleet = new WorkerFleet({
     storeArgs: backend.workerArgs,
     leaseTtlMs: options.leaseTtlMs ?? 1500,
+    ...(options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs }),
     pollIntervalMs: options.pollIntervalMs ?? 100,
     failureRate: options.failureRate ?? 0.2,
     ...(options.workerConcurrency ? { concurrency: options.workerConcurrency } : {}),

@@ -23,6 +23,8 @@ export interface WorkerFleetOptions {
   /** The worker's store flags: `--store postgres --database-url …` or `--store sqlite --sqlite-path …`. */
   readonly storeArgs: readonly string[];
   readonly leaseTtlMs: number;
+  /** The Worker's `lingerMs`; its default when left out. */
+  readonly lingerMs?: number;
   readonly pollIntervalMs: number;
   readonly failureRate: number;
   readonly concurrency?: number;
@@ -124,6 +126,7 @@ export class WorkerFleet {
       ...o.storeArgs,
       "--lease-ttl-ms",
       String(o.leaseTtlMs),
+      ...(o.lingerMs === undefined ? [] : ["--linger-ms", String(o.lingerMs)]),
       "--poll-interval-ms",
       String(o.pollIntervalMs),
       "--failure-rate",

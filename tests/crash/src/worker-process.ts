@@ -12,7 +12,7 @@
  *   `<dir>/<pid>.state` (see transaction-probe.ts), and a line `pause-in-commit` on its stdin makes
  *   it stop inside its next write transaction, just before COMMIT, until it is killed.
  *
- * Common flags: `[--lease-ttl-ms 1500] [--poll-interval-ms 100] [--failure-rate 0.2]
+ * Common flags: `[--lease-ttl-ms 1500] [--linger-ms N] [--poll-interval-ms 100] [--failure-rate 0.2]
  * [--concurrency 16]`. SIGTERM stops it gracefully; it also exits when its stdin closes (its parent
  * is gone). It prints `{"ready":<pid>}` once it listens, and every error the worker reports as one
  * JSON line on stderr.
@@ -36,6 +36,7 @@ const flags = parseFlags(process.argv.slice(2), {
   synchronous: "full",
   "tx-state-dir": "",
   "lease-ttl-ms": "1500",
+  "linger-ms": "",
   "poll-interval-ms": "100",
   "failure-rate": "0.2",
   concurrency: "16",
@@ -123,6 +124,7 @@ const worker = new Worker({
   sessions: [definition],
   workerId: `crash-worker-${process.pid}`,
   leaseTtlMs: Number(flags["lease-ttl-ms"]),
+  ...(flags["linger-ms"] === "" ? {} : { lingerMs: Number(flags["linger-ms"]) }),
   pollIntervalMs: Number(flags["poll-interval-ms"]),
   concurrency: Number(flags.concurrency),
   onError: (error) => report("worker", error),

@@ -54,6 +54,10 @@ describe("four workers, two hundred sessions", () => {
       seed: 37,
       // A lease outlives a stall of a loaded machine; the test is about sharing, not crashes.
       leaseTtlMs: 3000,
+      // A worker keeps an idle session's lease for its next message (lingerMs), so with the default
+      // most sessions stay on one worker for the whole run; without it every turn's lease is up for
+      // grabs again, and the sessions move between the workers the overlap check compares.
+      lingerMs: 0,
       timeoutMs: 100_000,
       requireFinishedExecutions: true,
     });
