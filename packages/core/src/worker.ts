@@ -59,10 +59,21 @@ export interface WorkerTestAccess {
 let testAccess: WorkerTestAccess;
 export const workerTestAccess = (): WorkerTestAccess => testAccess;
 
+/** A kept lease with less time left than this is not driven under: it is left to expire and taken anew. */
+const KEPT_LEASE_MARGIN_MS = 25;
+
 /** How a worker drives a session: on which of its definitions, through which migration. */
 interface Plan {
   readonly definition: SessionDefinition;
   readonly migration?: DefinitionMigration;
+}
+
+interface Lapsed {
+  readonly lease: Lease;
+  readonly lapsesAt: number;
+  readonly timer: ReturnType<typeof setTimeout>;
+  /** An inbox entry came in for the session since its drive ended. */
+  wanted: boolean;
 }
 
 interface Held {
@@ -78,6 +89,8 @@ interface Held {
   readonly controller: AbortController;
   /** Aborted to end the drive's wait under a kept lease (and any later one). */
   readonly linger: AbortController;
+  /** The wait was ended to free the drive's slot: the kept lease is handed back, not left to expire. */
+  handBack: boolean;
   readonly done: Promise<void>;
 }
 
@@ -103,8 +116,12 @@ export class Worker {
    * clock): passed over until then, as a failed drive's lease keeps the session off until it expires.
    */
   private readonly failedUnclaimed = new Map<string, number>();
-  /** Leases kept for a next message whose drive stopped waiting, until they expire: a graceful stop hands them back. */
-  private readonly lapsed = new Map<string, { readonly lease: Lease; readonly timer: ReturnType<typeof setTimeout> }>();
+  /**
+   * Leases kept for a next message whose drive stopped waiting, until they expire (`lapsesAt`, this
+   * process's clock): a message that comes meanwhile is driven under the kept lease (`wanted`), and a
+   * graceful stop hands them back.
+   */
+  private readonly lapsed = new Map<string, Lapsed>();
   /** What every lease request of this worker asks for (its definitions do not change). */
   private readonly leaseRequest: AcquireLeaseOptions;
   private readonly historyCache = new HistoryCache();
@@ -174,7 +191,14 @@ export class Worker {
     if (this.loop) return this;
     this.unsubscribe = this.store.subscribe((n) => {
       // An inbox entry of a session this worker drives is its drive's (the drive listens itself).
-      if (n.kind === "work" || (n.kind === "inbox" && !this.held.has(n.sessionId))) this.poke();
+      if (n.kind === "work" || (n.kind === "inbox" && !this.held.has(n.sessionId))) {
+        // One whose lease this worker still keeps is driven under that lease (no other worker can take it).
+        if (n.kind === "inbox") {
+          const kept = this.lapsed.get(n.sessionId);
+          if (kept) kept.wanted = true;
+        }
+        this.poke();
+      }
     });
     void this.announce();
     this.announceTimer = setInterval(() => void this.announce(), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
@@ -300,6 +324,13 @@ export class Worker {
       /** The lease is to be taken by the drive's first commit. */
       let claim = false;
       this.woken = false;
+      // A session whose lease this worker still keeps, and that has a message: no store call finds it.
+      const kept = this.wantedKeptLease();
+      if (kept) {
+        if (this.held.size >= this.concurrency) this.endOneLinger();
+        this.hold(kept.lease, undefined, false, kept.lapsesAt);
+        continue;
+      }
       const request = this.leaseRequest;
       try {
         if (this.store.findWork) {
@@ -344,6 +375,21 @@ export class Worker {
     return [...this.held.keys(), ...this.failedUnclaimed.keys()];
   }
 
+  /**
+   * A kept lease (its drive ended `lapsed`) of a session that got a message since, with time left to
+   * commit under it; taken out of `lapsed`. One about to expire is left to the timer at its expiry.
+   */
+  private wantedKeptLease(): Lapsed | null {
+    const now = Date.now();
+    for (const [sessionId, kept] of this.lapsed) {
+      if (!kept.wanted || kept.lapsesAt - now < KEPT_LEASE_MARGIN_MS) continue;
+      clearTimeout(kept.timer);
+      this.lapsed.delete(sessionId);
+      return kept;
+    }
+    return null;
+  }
+
   private lingeringDrives(): number {
     let n = 0;
     for (const h of this.held.values()) if (h.lingeringSince !== null) n += 1;
@@ -356,10 +402,16 @@ export class Worker {
     for (const h of this.held.values()) {
       if (h.lingeringSince !== null && (oldest === null || h.lingeringSince < oldest.lingeringSince!)) oldest = h;
     }
-    oldest?.linger.abort();
+    if (!oldest) return;
+    oldest.handBack = true;
+    oldest.linger.abort();
   }
 
-  private hold(lease: Lease, session?: StoredSession, claim = false): void {
+  /**
+   * Drives a session under `lease`: one granted, one to be claimed by the first commit (`claim`), or
+   * one kept from an earlier drive until `keptUntil` (this process's clock).
+   */
+  private hold(lease: Lease, session?: StoredSession, claim = false, keptUntil?: number): void {
     const kept = this.lapsed.get(lease.sessionId);
     if (kept) {
       clearTimeout(kept.timer);
@@ -373,6 +425,7 @@ export class Worker {
       lingeringSince: null,
       lingeredAt: null,
       linger: new AbortController(),
+      handBack: false,
       done: Promise.resolve(),
     };
     const renew = setInterval(() => void this.renew(entry), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
@@ -424,10 +477,17 @@ export class Worker {
         released = end === "released" || !entry.claimed;
         // Another worker's claim came first: look for other work at once.
         if (end === "lost" && !entry.claimed) this.poke();
-        // The lease expires by itself; a graceful stop hands it back at once (below).
-        if (end === "lapsed" && !this.stopping) {
+        // The lease expires by itself; a graceful stop, or a slot needed for other work, hands it
+        // back at once (below).
+        if (end === "lapsed" && !this.stopping && !entry.handBack) {
           released = true;
           lapsesAt = (entry.lingeredAt ?? Date.now()) + this.lingerMs;
+        }
+        // A kept lease that expired before the drive's first commit: the session is taken anew once
+        // the store sees it expired (the timer below).
+        if (end === "lost" && keptUntil !== undefined && entry.extendedAt === undefined && !this.stopping) {
+          released = true;
+          lapsesAt = keptUntil;
         }
       })
       .catch((error) => {
@@ -461,7 +521,7 @@ export class Worker {
             Math.max(0, lapsesAt - Date.now()) + 5,
           );
           timer.unref?.();
-          this.lapsed.set(sessionId, { lease: entry.lease, timer });
+          this.lapsed.set(sessionId, { lease: entry.lease, lapsesAt, timer, wanted: false });
         }
       });
     this.held.set(lease.sessionId, entry);

@@ -103,8 +103,11 @@ describe("Worker lingerMs", () => {
     const kept = (await raw.session(sessionId))!;
     expect(kept.leaseOwner).toBe(worker.workerId);
     expect(kept.leaseExpiresAt).toBeGreaterThan(Date.now());
-    const writes = [store.commits, store.releases, store.renewals];
-    expect(writes).toEqual([store.commits, 0, 0]);
+    const commits = store.commits;
+    expect([store.releases, store.renewals]).toEqual([0, 0]);
+    await until(() => Date.now() > kept.leaseExpiresAt!);
+    // Nothing was written for the lease to lapse.
+    expect([store.commits, store.releases, store.renewals]).toEqual([commits, 0, 0]);
     await client.sendMessage(sessionId, 'call look_up {"key":"late"}');
     const done = await client.waitUntilIdle(sessionId);
     expect(done.turn?.finalText).toBe("Results: look_up -> value of late");
@@ -112,6 +115,58 @@ describe("Worker lingerMs", () => {
     expect(store.grants).toBe(2);
     expect((await raw.session(sessionId))!.fence).toBe(kept.fence + 1);
     expect(Date.now()).toBeGreaterThanOrEqual(kept.leaseExpiresAt!);
+    await worker.stop();
+  });
+
+  it("drives a message that comes after the drive stopped waiting, while the lease is still kept, under that lease at once", async () => {
+    // The poll is far longer than the test: only the kept lease can take the message before it expires.
+    const { store, worker, client, raw } = setup({ lingerMs: 400, leaseTtlMs: 30_000, pollIntervalMs: 60_000 });
+    const { sessionId } = await client.startSession({ agent: "echo", message: 'call look_up {"key":"a"}' });
+    await client.waitUntilIdle(sessionId);
+    // The drive stops waiting at three quarters of lingerMs; the lease has a quarter left.
+    await until(() => workerDrives(worker) === 1);
+    const before = (await raw.session(sessionId))!;
+    expect(before.leaseOwner).toBe(worker.workerId);
+    expect(before.leaseExpiresAt! - Date.now()).toBeGreaterThan(25);
+    await client.sendMessage(sessionId, 'call look_up {"key":"kept"}');
+    const done = await client.waitUntilIdle(sessionId, { timeoutMs: 4_000 });
+    expect(done.turn?.finalText).toBe("Results: look_up -> value of kept");
+    // Under the same lease, before it would have expired: no new grant, the same fence.
+    expect(Date.now()).toBeLessThan(before.leaseExpiresAt!);
+    expect(store.grants).toBe(1);
+    const after = (await raw.session(sessionId))!;
+    expect(after.fence).toBe(before.fence);
+    expect(after.leaseOwner).toBe(worker.workerId);
+    await worker.stop();
+  });
+
+  it("a kept lease that expired (by the store's clock) before the drive's first commit: the session is taken anew", async () => {
+    // The store's clock runs ahead of the worker's by `skew`: the worker thinks its kept lease has
+    // time left when the store has let it expire.
+    let skew = 0;
+    const store = new CountingStore({ now: () => Date.now() + skew });
+    const worker = new Worker({
+      store,
+      sessions: [definition],
+      lingerMs: 400,
+      leaseTtlMs: 30_000,
+      pollIntervalMs: 60_000,
+    }).start();
+    const client = new SessionClient({ store });
+    const raw = memoryRawReader(store);
+    const { sessionId } = await client.startSession({ agent: "echo", message: 'call look_up {"key":"a"}' });
+    await client.waitUntilIdle(sessionId);
+    await until(() => workerDrives(worker) === 1);
+    const before = (await raw.session(sessionId))!;
+    expect(before.leaseOwner).toBe(worker.workerId);
+    skew = 1_000;
+    await client.sendMessage(sessionId, 'call look_up {"key":"expired"}');
+    const done = await client.waitUntilIdle(sessionId, { timeoutMs: 4_000 });
+    expect(done.turn?.finalText).toBe("Results: look_up -> value of expired");
+    // The drive under the kept lease was refused (it had written nothing); a new claim took the session.
+    expect(store.grants).toBe(2);
+    expect((await raw.session(sessionId))!.fence).toBe(before.fence + 1);
+    expect(workerDrives(worker)).toBeGreaterThanOrEqual(2);
     await worker.stop();
   });
 
@@ -143,8 +198,8 @@ describe("Worker lingerMs", () => {
     await next.stop();
   });
 
-  it("at its concurrency limit, gives a kept lease's slot to a session with work", async () => {
-    const { worker, client, raw } = setup({ lingerMs: 20_000, leaseTtlMs: 30_000, concurrency: 1 });
+  it("at its concurrency limit, gives a kept lease's slot to a session with work, and hands that lease back", async () => {
+    const { store, worker, client, raw } = setup({ lingerMs: 20_000, leaseTtlMs: 30_000, concurrency: 1 });
     const a = await client.startSession({ agent: "echo", message: 'call look_up {"key":"a"}' });
     await client.waitUntilIdle(a.sessionId);
     // a is idle, its lease kept: it holds no slot.
@@ -154,8 +209,14 @@ describe("Worker lingerMs", () => {
     // Long before a's lingerMs.
     const done = await client.waitUntilIdle(b.sessionId, { timeoutMs: 4_000 });
     expect(done.turn?.finalText).toBe("Results: look_up -> value of b");
-    // a's lease was not released (that would be a write): it expires by itself.
-    expect((await raw.session(a.sessionId))?.leaseOwner).toBe(worker.workerId);
+    // a's lease was handed back, not left to expire: a message for a is not held up for lingerMs.
+    expect((await raw.session(a.sessionId))?.leaseOwner).toBeNull();
+    expect(store.releases).toBe(1);
+    const again = Date.now();
+    await client.sendMessage(a.sessionId, 'call look_up {"key":"a2"}');
+    const next = await client.waitUntilIdle(a.sessionId, { timeoutMs: 4_000 });
+    expect(next.turn?.finalText).toBe("Results: look_up -> value of a2");
+    expect(Date.now() - again).toBeLessThan(4_000);
     await worker.stop();
   });
 
