@@ -89,8 +89,6 @@ interface Held {
   readonly controller: AbortController;
   /** Aborted to end the drive's wait under a kept lease (and any later one). */
   readonly linger: AbortController;
-  /** The wait was ended to free the drive's slot: the kept lease is handed back, not left to expire. */
-  handBack: boolean;
   readonly done: Promise<void>;
 }
 
@@ -402,9 +400,7 @@ export class Worker {
     for (const h of this.held.values()) {
       if (h.lingeringSince !== null && (oldest === null || h.lingeringSince < oldest.lingeringSince!)) oldest = h;
     }
-    if (!oldest) return;
-    oldest.handBack = true;
-    oldest.linger.abort();
+    oldest?.linger.abort();
   }
 
   /**
@@ -425,7 +421,6 @@ export class Worker {
       lingeringSince: null,
       lingeredAt: null,
       linger: new AbortController(),
-      handBack: false,
       done: Promise.resolve(),
     };
     const renew = setInterval(() => void this.renew(entry), Math.max(10, Math.floor(this.leaseTtlMs / 3)));
@@ -477,9 +472,9 @@ export class Worker {
         released = end === "released" || !entry.claimed;
         // Another worker's claim came first: look for other work at once.
         if (end === "lost" && !entry.claimed) this.poke();
-        // The lease expires by itself; a graceful stop, or a slot needed for other work, hands it
-        // back at once (below).
-        if (end === "lapsed" && !this.stopping && !entry.handBack) {
+        // The lease expires by itself (a message that comes meanwhile is driven under it); a graceful
+        // stop hands it back at once (below).
+        if (end === "lapsed" && !this.stopping) {
           released = true;
           lapsesAt = (entry.lingeredAt ?? Date.now()) + this.lingerMs;
         }
