@@ -164,10 +164,12 @@ export interface SessionStore {
     options: AcquireLeaseOptions,
   ): Promise<{ readonly lease: Lease; readonly session: StoredSession } | null>;
   /**
-   * Optional, with `Commit.claim`: a session `acquireLease` would lease, with its fence, read without
+   * Optional, with `Commit.claim`: a session `acquireLease` could lease, with its fence, read without
    * leasing it (nothing is written: the lease rides in the drive's first commit). Sessions named in
    * `skip` (those the caller drives) are passed over. Two workers can be answered the same session;
-   * the first claim wins.
+   * the first claim wins. A store may answer any of the few sessions that waited longest, not always
+   * the one that waited longest (PostgreSQL picks at random among 8), so that workers looking at the
+   * same moment mostly find different sessions.
    */
   findWork?(options: AcquireLeaseOptions & { readonly skip?: readonly string[] }): Promise<FoundWork | null>;
   /**

@@ -245,4 +245,81 @@ END
 $body$;
 `,
   },
+  {
+    version: 7,
+    name: "the head compressed by the store",
+    sql: (s) => `
+-- The head in head_z: a format byte, then its JSON compressed with raw deflate against a dictionary of
+-- the words heads are made of (head-codec.ts). PostgreSQL compresses a value only once its row passes
+-- about 2 KB, so most commits wrote the head whole (about 2 KB of WAL per step); compressed by the
+-- store, a two-call turn's head is about 200 bytes. Rows written before keep their head in head (json)
+-- and load as they were; a store made with compressHeads: false goes on writing head. Exactly one of
+-- the two is set. head_z is moved out of line uncompressed once the row outgrows 2 KB (it is
+-- compressed already).
+ALTER TABLE ${s}.sessions ALTER COLUMN head DROP NOT NULL;
+ALTER TABLE ${s}.sessions ADD COLUMN head_z bytea;
+ALTER TABLE ${s}.sessions ALTER COLUMN head_z SET STORAGE EXTERNAL;
+ALTER TABLE ${s}.sessions ADD CONSTRAINT sessions_one_head CHECK ((head IS NULL) <> (head_z IS NULL));
+
+-- The pinned lease grant and the pinned work query return head_z too (migrations 5 and 6). The work
+-- query picks at random among the 8 sessions that waited longest, not the one that waited longest: the
+-- workers that look for work at the same moment then mostly find different sessions, where they all
+-- found the same one and all but one had their claim refused (a wasted query each).
+DROP FUNCTION ${s}.acquire_lease_pinned(text[], text, bigint, text[], text[]);
+CREATE FUNCTION ${s}.acquire_lease_pinned(
+  p_agents text[], p_worker text, p_ttl_ms bigint, p_served text[], p_migrating text[]
+) RETURNS TABLE (
+  session_id text, fence bigint, expires_at bigint, head json, head_z bytea, run_state text, version bigint, last_event_seq bigint
+) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $body$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  WITH picked AS (
+    SELECT s.session_id FROM ${s}.sessions s
+    WHERE s.agent = ANY(p_agents) AND (s.runnable OR s.last_inbox_seq > s.inbox_cursor)
+      AND (s.lease_owner IS NULL OR s.lease_expires_at <= now())
+      AND (s.fingerprint = ANY(p_served)
+        OR (s.fingerprint = ANY(p_migrating) AND NOT EXISTS (
+          SELECT 1 FROM ${s}.definition_announcements a
+          WHERE a.agent = s.agent AND a.fingerprint = s.fingerprint AND a.role = 'serves' AND a.expires_at > now())))
+    ORDER BY s.touched_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+  ), granted AS (
+    UPDATE ${s}.sessions t SET lease_owner = p_worker, fence = t.fence + 1,
+      lease_expires_at = date_trunc('milliseconds', now()) + p_ttl_ms * interval '1 millisecond', touched_at = now()
+    FROM picked WHERE t.session_id = picked.session_id
+    RETURNING t.session_id, t.fence, (extract(epoch FROM t.lease_expires_at) * 1000)::bigint AS expires_at,
+      t.head, t.head_z, t.run_state, t.version, t.last_event_seq
+  )
+  SELECT g.session_id, g.fence, g.expires_at, g.head, g.head_z, g.run_state, g.version, g.last_event_seq FROM granted g;
+END
+$body$;
+
+DROP FUNCTION ${s}.find_work_pinned(text[], text[], text[], text[]);
+CREATE FUNCTION ${s}.find_work_pinned(
+  p_agents text[], p_served text[], p_migrating text[], p_skip text[]
+) RETURNS TABLE (
+  session_id text, fence bigint, head json, head_z bytea, run_state text, version bigint, last_event_seq bigint
+) LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $body$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT o.session_id, o.fence, o.head, o.head_z, o.run_state, o.version, o.last_event_seq FROM (
+  SELECT s.session_id, s.fence, s.head, s.head_z, s.run_state, s.version, s.last_event_seq FROM ${s}.sessions s
+  WHERE s.agent = ANY(p_agents) AND (s.runnable OR s.last_inbox_seq > s.inbox_cursor)
+    AND (s.lease_owner IS NULL OR s.lease_expires_at <= now())
+    AND (s.fingerprint = ANY(p_served)
+      OR (s.fingerprint = ANY(p_migrating) AND NOT EXISTS (
+        SELECT 1 FROM ${s}.definition_announcements a
+        WHERE a.agent = s.agent AND a.fingerprint = s.fingerprint AND a.role = 'serves' AND a.expires_at > now())))
+    AND s.session_id <> ALL(p_skip)
+  ORDER BY s.touched_at
+  LIMIT 8) o
+  ORDER BY random()
+  LIMIT 1;
+END
+$body$;
+`,
+  },
 ];

@@ -26,6 +26,7 @@ import {
   type StoredSession,
   storeInput,
 } from "@durable-agents/core/engine";
+import { encodeHead, storedHead } from "./head-codec.js";
 import { batchEvents, NotificationListener } from "./notification-listener.js";
 import { channelName, schemaName } from "./schema-name.js";
 import { storeSql, type StoreSql } from "./store-sql.js";
@@ -40,6 +41,21 @@ export interface PostgresStoreOptions {
    * attempts to take it again after it broke. Default 5000.
    */
   readonly pollIntervalMs?: number;
+  /**
+   * Write each head compressed into `head_z` (a format byte, then raw deflate against a preset
+   * dictionary: about a tenth of the JSON; see head-codec.ts), or as JSON into `head` (false:
+   * readable with SQL, about 2 KB more WAL per step). Either store reads both. Default true.
+   */
+  readonly compressHeads?: boolean;
+}
+
+/** A session row as the store's reads return it. */
+interface SessionRow {
+  readonly head: SessionHead | null;
+  readonly head_z: Uint8Array | null;
+  readonly run_state: string | null;
+  readonly version: string;
+  readonly last_event_seq: string;
 }
 
 type Statement = keyof StoreSql;
@@ -53,16 +69,35 @@ const UNIQUE_VIOLATION = "23505";
  * changes only on model steps; in a column of its own, stored out of line, a commit that leaves it
  * as it was rewrites none of it (the row keeps pointing at the stored value).
  */
-function splitHead(head: SessionHead): { head: string; runState: string | null } {
+function splitHead(head: SessionHead, compressed: boolean): { head: string; runState: string | null } {
   const turn = head.turn;
   if (!turn || typeof turn.runState !== "string") return { head: JSON.stringify(head), runState: null };
+  // A short run state stays in a compressed head: its row is under 2 KB either way, so PostgreSQL
+  // would keep the column in the row and every update would write it again, uncompressed.
+  if (compressed && turn.runState.length <= RUN_STATE_APART) return { head: JSON.stringify(head), runState: null };
   return { head: JSON.stringify({ ...head, turn: { ...turn, runState: null } }), runState: turn.runState };
 }
+
+/**
+ * The longest run state a compressed head keeps inside (`compressHeads`); a longer one goes to the
+ * `run_state` column, whose row then passes 2 KB, so PostgreSQL stores it out of line and a commit
+ * that leaves it as it was writes a pointer.
+ */
+const RUN_STATE_APART = 1800;
 
 /** The head as stored: the run state goes back into its turn (a head written before the split has it inline). */
 export function joinHead(head: SessionHead, runState: string | null): SessionHead {
   if (runState === null || !head.turn) return head;
   return { ...head, turn: { ...head.turn, runState } };
+}
+
+/** A session row's head (the run state put back) and counters. */
+function storedSession(row: SessionRow): StoredSession {
+  return {
+    head: joinHead(storedHead(row), row.run_state),
+    version: Number(row.version),
+    lastEventSeq: Number(row.last_event_seq),
+  };
 }
 
 /**
@@ -74,6 +109,7 @@ export class PostgresStore implements SessionStore {
   private readonly sql: StoreSql;
   private readonly statementPrefix: string;
   private readonly listener: NotificationListener;
+  private readonly compressHeads: boolean;
 
   constructor(options: PostgresStoreOptions) {
     if (!options || typeof options.pool?.query !== "function") {
@@ -85,6 +121,10 @@ export class PostgresStore implements SessionStore {
         "pollIntervalMs is a number of milliseconds, at least 10",
       ]);
     }
+    if (options.compressHeads !== undefined && typeof options.compressHeads !== "boolean") {
+      throw new ConfigurationError("invalid compressHeads", ["compressHeads is true or false"]);
+    }
+    this.compressHeads = options.compressHeads ?? true;
     const schema = schemaName(options.schema);
     this.pool = options.pool;
     this.sql = storeSql(schema, channelName(schema));
@@ -97,11 +137,12 @@ export class PostgresStore implements SessionStore {
     // (`events:<id>`) far below PostgreSQL's 8000-byte limit.
     const { head, events } = storeInput.checkNewSession(session);
     const inbox = session.inbox;
-    const stored = splitHead(head);
+    const stored = splitHead(head, this.compressHeads);
+    const columns = this.headColumns(stored.head);
     const result = await this.run<{ last_event_seq: string }>("createSession", [
       head.sessionId,
       head.agent,
-      stored.head,
+      columns.json,
       head.inboxCursor,
       JSON.stringify(events),
       inbox ? JSON.stringify(inbox.entry) : null,
@@ -109,6 +150,7 @@ export class PostgresStore implements SessionStore {
       storeInput.pinColumns(head).fingerprint,
       storeInput.pinColumns(head).waiting,
       stored.runState,
+      columns.compressed,
     ]);
     const row = result.rows[0];
     if (!row) throw new SessionStateError(`session "${head.sessionId}" already exists`);
@@ -117,19 +159,9 @@ export class PostgresStore implements SessionStore {
 
   async loadSession(sessionId: string): Promise<StoredSession | null> {
     storeInput.checkSessionId(sessionId);
-    const result = await this.run<{
-      head: SessionHead;
-      run_state: string | null;
-      version: string;
-      last_event_seq: string;
-    }>("loadSession", [sessionId]);
+    const result = await this.run<SessionRow & QueryResultRow>("loadSession", [sessionId]);
     const row = result.rows[0];
-    if (!row) return null;
-    return {
-      head: joinHead(row.head, row.run_state),
-      version: Number(row.version),
-      lastEventSeq: Number(row.last_event_seq),
-    };
+    return row ? storedSession(row) : null;
   }
 
   async readHistory(sessionId: string, offset = 0): Promise<HistoryItem[]> {
@@ -144,7 +176,8 @@ export class PostgresStore implements SessionStore {
     if (commit.leaseTtlMs !== undefined) storeInput.checkTtl(commit.leaseTtlMs);
     const head = commit.head;
     const pin = head === undefined ? null : storeInput.pinColumns(head);
-    const stored = head === undefined ? null : splitHead(head);
+    const stored = head === undefined ? null : splitHead(head, this.compressHeads);
+    const columns = stored === null ? null : this.headColumns(stored.head);
     const extend = commit.release !== true && commit.leaseTtlMs !== undefined;
     const claim = commit.claim?.workerId;
     const result = await this.run<{ version: string; last_event_seq: string; expires_at: string | null }>(
@@ -153,7 +186,7 @@ export class PostgresStore implements SessionStore {
         commit.sessionId,
         commit.fence,
         commit.expectedVersion,
-        stored === null ? null : stored.head,
+        columns?.json ?? null,
         head === undefined ? null : commit.runnable,
         head === undefined ? null : head.inboxCursor,
         JSON.stringify(history),
@@ -165,6 +198,7 @@ export class PostgresStore implements SessionStore {
         stored?.runState ?? null,
         commit.release === true,
         extend ? Math.ceil(commit.leaseTtlMs!) : null,
+        columns?.compressed ?? null,
         ...(claim === undefined ? [] : [claim]),
       ],
     );
@@ -255,20 +289,7 @@ export class PostgresStore implements SessionStore {
         : await this.run("acquireLeasePinnedWithSession", [...base, wanted.served, wanted.migrating]);
     const lease = this.granted(options, result);
     if (!lease) return null;
-    const row = result.rows[0] as {
-      head: SessionHead;
-      run_state: string | null;
-      version: string;
-      last_event_seq: string;
-    };
-    return {
-      lease,
-      session: {
-        head: joinHead(row.head, row.run_state),
-        version: Number(row.version),
-        lastEventSeq: Number(row.last_event_seq),
-      },
-    };
+    return { lease, session: storedSession(result.rows[0] as SessionRow) };
   }
 
   async findWork(options: AcquireLeaseOptions & { readonly skip?: readonly string[] }): Promise<FoundWork | null> {
@@ -280,26 +301,9 @@ export class PostgresStore implements SessionStore {
       wanted === null
         ? await this.run("findWork", [options.agents, skip])
         : await this.run("findWorkPinned", [options.agents, wanted.served, wanted.migrating, skip]);
-    const row = result.rows[0] as
-      | {
-          session_id: string;
-          fence: string;
-          head: SessionHead;
-          run_state: string | null;
-          version: string;
-          last_event_seq: string;
-        }
-      | undefined;
+    const row = result.rows[0] as (SessionRow & { session_id: string; fence: string }) | undefined;
     if (!row) return null;
-    return {
-      sessionId: row.session_id,
-      fence: Number(row.fence),
-      session: {
-        head: joinHead(row.head, row.run_state),
-        version: Number(row.version),
-        lastEventSeq: Number(row.last_event_seq),
-      },
-    };
+    return { sessionId: row.session_id, fence: Number(row.fence), session: storedSession(row) };
   }
 
   async acquireUnservedLease(options: AcquireLeaseOptions): Promise<Lease | null> {
@@ -386,6 +390,11 @@ export class PostgresStore implements SessionStore {
   /** Gives the LISTEN connection back (closed); the pool stays open, it is the application's. */
   close(): Promise<void> {
     return this.listener.close();
+  }
+
+  /** The head's JSON as the two columns take it: compressed into `head_z`, or as it is into `head`. */
+  private headColumns(json: string): { json: string | null; compressed: Buffer | null } {
+    return this.compressHeads ? { json: null, compressed: encodeHead(json) } : { json, compressed: null };
   }
 
   /** Runs one of the store's statements as a named prepared statement (parsed once per connection). */

@@ -44,7 +44,7 @@ export function storeSql(s: string, channel: string): StoreSql {
   const withSession = (statement: string) => {
     const returning = `AS expires_at`;
     if (!statement.trimEnd().endsWith(returning)) throw new Error("a lease statement ends with its RETURNING");
-    return `${statement.trimEnd()}, t.head, t.run_state, t.version, t.last_event_seq`;
+    return `${statement.trimEnd()}, t.head, t.head_z, t.run_state, t.version, t.last_event_seq`;
   };
   return {
     ...sql,
@@ -53,11 +53,11 @@ export function storeSql(s: string, channel: string): StoreSql {
     // $5 fingerprints migrated from (taken only while no live announcement serves them): migration 5's
     // function, whose query is planned once per connection.
     acquireLeasePinned: `SELECT session_id, fence, expires_at FROM ${s}.acquire_lease_pinned($1, $2, $3, $4, $5)`,
-    acquireLeasePinnedWithSession: `SELECT session_id, fence, expires_at, head, run_state, version, last_event_seq
+    acquireLeasePinnedWithSession: `SELECT session_id, fence, expires_at, head, head_z, run_state, version, last_event_seq
 FROM ${s}.acquire_lease_pinned($1, $2, $3, $4, $5)`,
     // $1 agents, $2 served fingerprints, $3 fingerprints migrated from, $4 sessions to pass over:
     // migration 6's function (planned once per connection, as the pinned grant).
-    findWorkPinned: `SELECT session_id, fence, head, run_state, version, last_event_seq FROM ${s}.find_work_pinned($1, $2, $3, $4)`,
+    findWorkPinned: `SELECT session_id, fence, head, head_z, run_state, version, last_event_seq FROM ${s}.find_work_pinned($1, $2, $3, $4)`,
   };
 }
 
@@ -82,7 +82,7 @@ RETURNING t.session_id, t.fence, ${expiresAtMs.replace("lease_expires_at", "t.le
   function commitStatement(claim: boolean): string {
     const lease = claim
       ? `fence = $2,
-    lease_owner = CASE WHEN $14::boolean THEN NULL ELSE $16::text END,
+    lease_owner = CASE WHEN $14::boolean THEN NULL ELSE $17::text END,
     lease_expires_at = CASE WHEN $14::boolean THEN NULL
       ELSE date_trunc('milliseconds', now()) + $15::bigint * interval '1 millisecond' END,
     touched_at = now()
@@ -95,11 +95,12 @@ RETURNING t.session_id, t.fence, ${expiresAtMs.replace("lease_expires_at", "t.le
     return `
 WITH updated AS (
   UPDATE ${s}.sessions SET
-    head = COALESCE($4::json, head),
-    run_state = CASE WHEN $4::json IS NULL OR run_state IS NOT DISTINCT FROM $13::text THEN run_state ELSE $13::text END,
+    head = CASE WHEN $4::json IS NULL AND $16::bytea IS NULL THEN head ELSE $4::json END,
+    head_z = CASE WHEN $4::json IS NULL AND $16::bytea IS NULL THEN head_z ELSE $16::bytea END,
+    run_state = CASE WHEN ($4::json IS NULL AND $16::bytea IS NULL) OR run_state IS NOT DISTINCT FROM $13::text THEN run_state ELSE $13::text END,
     fingerprint = COALESCE($11::text, fingerprint),
     definition_waiting = COALESCE($12::boolean, definition_waiting),
-    version = version + CASE WHEN $4::json IS NULL THEN 0 ELSE 1 END,
+    version = version + CASE WHEN $4::json IS NULL AND $16::bytea IS NULL THEN 0 ELSE 1 END,
     runnable = COALESCE($5::boolean, runnable),
     inbox_cursor = COALESCE($6::bigint, inbox_cursor),
     history_length = history_length + $8::bigint,
@@ -127,11 +128,12 @@ SELECT u.version, u.last_event_seq, u.expires_at, (SELECT count(*) FROM notes) A
   }
   return {
     // $1 id, $2 agent, $3 head, $4 inbox cursor, $5 events (json array), $6 inbox entry or null,
-    // $7 dedupe key, $8 fingerprint ('' when not pinned), $9 waiting for its definition, $10 run state or null
+    // $7 dedupe key, $8 fingerprint ('' when not pinned), $9 waiting for its definition, $10 run state or null,
+    // $11 the head compressed (head_z; then $3 is null)
     createSession: `
 WITH created AS (
-  INSERT INTO ${s}.sessions (session_id, agent, head, version, inbox_cursor, last_event_seq, last_inbox_seq, fingerprint, definition_waiting, run_state)
-  VALUES ($1, $2, $3::json, 1, $4::bigint, json_array_length($5::json), CASE WHEN $6::json IS NULL THEN 0 ELSE 1 END,
+  INSERT INTO ${s}.sessions (session_id, agent, head, head_z, version, inbox_cursor, last_event_seq, last_inbox_seq, fingerprint, definition_waiting, run_state)
+  VALUES ($1, $2, $3::json, $11::bytea, 1, $4::bigint, json_array_length($5::json), CASE WHEN $6::json IS NULL THEN 0 ELSE 1 END,
     $8::text, $9::boolean, $10::text)
   ON CONFLICT (session_id) DO NOTHING
   RETURNING session_id, last_event_seq, last_inbox_seq
@@ -150,18 +152,19 @@ WITH created AS (
 )
 SELECT c.last_event_seq, (SELECT count(*) FROM notes) AS notes FROM created c`,
 
-    loadSession: `SELECT head, run_state, version, last_event_seq FROM ${s}.sessions WHERE session_id = $1`,
+    loadSession: `SELECT head, head_z, run_state, version, last_event_seq FROM ${s}.sessions WHERE session_id = $1`,
 
     readHistory: `SELECT item FROM ${s}.history WHERE session_id = $1 AND position >= $2 ORDER BY position`,
 
-    // $1 id, $2 fence, $3 expected version, $4 head or null, $5 runnable or null, $6 inbox cursor
+    // $1 id, $2 fence, $3 expected version, $4 head as json or null, $5 runnable or null, $6 inbox cursor
     // or null, $7 history (json array), $8 its length, $9 events (json array), $10 their count,
     // $11 fingerprint or null, $12 waiting or null (both null without a head), $13 the head's run state
     // (null when it has none; a run state equal to the stored one is left as it is, not rewritten),
     // $14 release the lease too (as releaseLease: after the write, the fence kept, work notified),
-    // $15 ttl ms to extend the lease to (as renewLease), or null
+    // $15 ttl ms to extend the lease to (as renewLease), or null, $16 the head compressed (head_z) or
+    // null (a commit with a head writes one of $4 and $16, and the other column becomes null)
     commit: commitStatement(false),
-    // As commit, taking the lease in the same write (Commit.claim): $16 the worker. Applied only while
+    // As commit, taking the lease in the same write (Commit.claim): $17 the worker. Applied only while
     // no live lease holds the session and its fence is $2 - 1; the fence becomes $2.
     commitClaim: commitStatement(true),
 
@@ -173,14 +176,17 @@ FROM ${s}.sessions WHERE session_id = $1`,
 SELECT version, (fence = $2 - 1 AND (lease_owner IS NULL OR lease_expires_at <= now())) AS claimable
 FROM ${s}.sessions WHERE session_id = $1`,
 
-    // $1 agents, $2 sessions to pass over: what acquireLease would grant, read without a lock or a write.
+    // $1 agents, $2 sessions to pass over: a session acquireLease could grant, read without a lock or a
+    // write; at random among the 8 that waited longest, so workers looking at once mostly find different ones.
     findWork: `
-SELECT session_id, fence, head, run_state, version, last_event_seq FROM ${s}.sessions
-WHERE agent = ANY($1::text[]) AND ${ready}
-  AND (lease_owner IS NULL OR lease_expires_at <= now())
-  AND session_id <> ALL($2::text[])
-ORDER BY touched_at
-LIMIT 1`,
+SELECT * FROM (
+  SELECT session_id, fence, head, head_z, run_state, version, last_event_seq FROM ${s}.sessions
+  WHERE agent = ANY($1::text[]) AND ${ready}
+    AND (lease_owner IS NULL OR lease_expires_at <= now())
+    AND session_id <> ALL($2::text[])
+  ORDER BY touched_at
+  LIMIT 8
+) oldest ORDER BY random() LIMIT 1`,
 
     // $1 id, $2 entry, $3 dedupe key or null
     enqueue: `

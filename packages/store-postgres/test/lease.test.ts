@@ -209,3 +209,37 @@ function poolUrl(): string {
   const options = db.pool.options as { connectionString?: string };
   return options.connectionString!;
 }
+
+describe("findWork", () => {
+  it("answers at random among the 8 sessions that waited longest, so workers looking at once mostly find different ones", async () => {
+    const store = db.store();
+    const agent = newId("agent");
+    const ids = await waiting(agent, 10);
+    // Oldest first: ids[0] waited longest, the last two waited least.
+    for (const [n, id] of ids.entries()) {
+      await db.pool.query(
+        "UPDATE durable_agents.sessions SET touched_at = now() - ($2::int * interval '1 minute'), fingerprint = 'fp-x' WHERE session_id = $1",
+        [id, 100 - n],
+      );
+    }
+    // Without fingerprints (the statement) and with (the pinned function).
+    for (const fingerprints of [undefined, ["fp-x"]]) {
+      const seen = new Set<string>();
+      for (let n = 0; n < 60; n++) {
+        const found = await store.findWork({
+          workerId: "w",
+          ttlMs: 5_000,
+          agents: [agent],
+          ...(fingerprints ? { fingerprints } : {}),
+        });
+        seen.add(found!.sessionId);
+      }
+      // 60 draws among 8: every one of them is all but certain to come up at least twice over.
+      expect(seen.size, `fingerprints ${fingerprints}`).toBeGreaterThan(4);
+      expect([...seen].every((id) => ids.slice(0, 8).includes(id))).toBe(true);
+    }
+    // Passed over, the two that waited least are answered too.
+    const found = await store.findWork({ workerId: "w", ttlMs: 5_000, agents: [agent], skip: ids.slice(0, 8) });
+    expect(ids.slice(8)).toContain(found!.sessionId);
+  });
+});

@@ -1,5 +1,8 @@
+import { createHash, randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { SessionHead } from "@durable-agents/core";
+import { decodeHead, encodeHead } from "../src/index.js";
+import { headDictionary1 } from "../src/head-codec.js";
 import { created, delta, head, item, newId, useDatabase } from "./helpers.js";
 
 const db = useDatabase();
@@ -40,8 +43,10 @@ describe("what a commit writes", () => {
     const first = inTurn(id, runState);
     await store.commit({ sessionId: id, fence, expectedVersion: 1, head: first, runnable: true, events: [] });
     expect((await store.loadSession(id))?.head).toEqual(first);
-    const row = await db.pool.query("SELECT head, run_state FROM durable_agents.sessions WHERE session_id = $1", [id]);
-    expect(row.rows[0].head.turn.runState).toBeNull();
+    const row = await db.pool.query("SELECT head_z, run_state FROM durable_agents.sessions WHERE session_id = $1", [
+      id,
+    ]);
+    expect(decodeHead(row.rows[0].head_z).turn?.runState).toBeNull();
     expect(row.rows[0].run_state).toBe(runState);
     const stored = await toastValues();
 
@@ -73,7 +78,8 @@ describe("what a commit writes", () => {
     // A head that still holds a long turn (the last one of 49 tool calls, say), with a run state.
     const calls = Array.from({ length: 60 }, (_, n) => ({
       toolCallId: `call_${n}_${"y".repeat(40)}`,
-      output: `record ${n} ${Math.random()}`,
+      // Random hex: the compressed head still passes 2 KB (hex compresses to about half).
+      output: `record ${n} ${randomBytes(48).toString("hex")}`,
     }));
     const long = inTurn(id, `state-${"s".repeat(3000)}`, { turnCount: 1 });
     (long.turn as unknown as { calls: unknown[] }).calls = calls;
@@ -99,6 +105,82 @@ describe("what a commit writes", () => {
     const lease = (await store.acquireLease({ workerId: "w", ttlMs: 10_000, agents: [id] }))!;
     await store.commit({ sessionId: id, fence: lease.fence, expectedVersion: 1, events: [delta("a")] });
     expect((await store.loadSession(id))?.head).toEqual(inTurn(id, runState));
+  });
+
+  it("writes the head compressed into head_z (json column empty); compressHeads: false writes json; each store reads the other's rows", async () => {
+    const compressing = db.store();
+    const plain = db.store({ compressHeads: false });
+    const id = newId();
+    const fence = await leased(id);
+    const calls = Array.from({ length: 2 }, (_, n) => ({
+      toolCallId: `call_${n}`,
+      status: "succeeded",
+      output: randomBytes(32).toString("hex"),
+    }));
+    const first = inTurn(id, "state", { turnCount: 1 });
+    (first.turn as unknown as { calls: unknown[] }).calls = calls;
+    await compressing.commit({ sessionId: id, fence, expectedVersion: 1, head: first, runnable: true, events: [] });
+    const columns = () =>
+      db.pool.query(
+        "SELECT head, head_z, octet_length(head_z) AS z FROM durable_agents.sessions WHERE session_id = $1",
+        [id],
+      );
+    let row = (await columns()).rows[0];
+    expect(row.head).toBeNull();
+    expect(row.head_z[0]).toBe(1);
+    const json = JSON.stringify({ ...first, turn: { ...first.turn, runState: null } });
+    expect(row.z).toBeLessThan(json.length / 2);
+    expect(await plain.loadSession(id)).toEqual({ head: first, version: 2, lastEventSeq: 1 });
+
+    const second = { ...first, turnCount: 2 };
+    await plain.commit({ sessionId: id, fence, expectedVersion: 2, head: second, runnable: true, events: [] });
+    row = (await columns()).rows[0];
+    expect(row.head_z).toBeNull();
+    expect(row.head.turnCount).toBe(2);
+    expect((await compressing.loadSession(id))?.head).toEqual(second);
+    // An events-only commit leaves whichever column holds the head as it is.
+    await compressing.commit({ sessionId: id, fence, expectedVersion: 3, events: [delta("x")] });
+    expect((await columns()).rows[0].head.turnCount).toBe(2);
+    expect((await compressing.loadSession(id))?.head).toEqual(second);
+    // The table holds exactly one of the two.
+    await expect(
+      db.pool.query("UPDATE durable_agents.sessions SET head_z = $2 WHERE session_id = $1", [id, encodeHead("{}")]),
+    ).rejects.toThrow(/sessions_one_head/);
+    // A new session is created compressed too.
+    const other = newId();
+    await compressing.createSession({ head: head(other), events: [created()] });
+    const created2 = await db.pool.query("SELECT head, head_z FROM durable_agents.sessions WHERE session_id = $1", [
+      other,
+    ]);
+    expect(created2.rows[0].head).toBeNull();
+    expect(decodeHead(created2.rows[0].head_z)).toEqual(head(other));
+  });
+
+  it("a head_z of an unknown format, or that does not inflate, is a StoredStateError on load", async () => {
+    const store = db.store();
+    const id = newId();
+    await store.createSession({ head: head(id), events: [created()] });
+    const stored = (await db.pool.query("SELECT head_z FROM durable_agents.sessions WHERE session_id = $1", [id]))
+      .rows[0].head_z as Buffer;
+    const newer = Buffer.from(stored);
+    newer[0] = 9;
+    await db.pool.query("UPDATE durable_agents.sessions SET head_z = $2 WHERE session_id = $1", [id, newer]);
+    await expect(store.loadSession(id)).rejects.toMatchObject({
+      code: "stored_state",
+      reason: "unknown_version",
+      version: 9,
+    });
+    const broken = Buffer.concat([Buffer.from([1]), randomBytes(40)]);
+    await db.pool.query("UPDATE durable_agents.sessions SET head_z = $2 WHERE session_id = $1", [id, broken]);
+    await expect(store.loadSession(id)).rejects.toMatchObject({ code: "stored_state", reason: "malformed" });
+  });
+
+  it("format 1's dictionary is frozen (rows written with it are read back with it)", () => {
+    expect(createHash("sha256").update(headDictionary1()).digest("hex")).toBe(
+      "31265ce2a60678e78c54ef1a5f41edc02ee088162336e3346d38d7ccbc4967b5",
+    );
+    const json = JSON.stringify(head("s-1", { turnCount: 3 }));
+    expect(decodeHead(encodeHead(json))).toEqual(JSON.parse(json));
   });
 
   it("writes a commit's events as one row, and reads them one by one across rows, from any seq, at most limit", async () => {

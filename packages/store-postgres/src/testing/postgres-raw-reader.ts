@@ -1,6 +1,7 @@
 import type { Pool } from "pg";
 import type { RawSessionRow, RawStoreReader } from "@durable-agents/core/conformance";
 import { joinHead } from "../postgres-store.js";
+import { storedHead } from "../head-codec.js";
 import { schemaName } from "../schema-name.js";
 
 /** Reads the store's tables with plain SQL, not through `PostgresStore`, for the conformance suite. */
@@ -11,7 +12,7 @@ export function postgresRawReader(pool: Pool, schema?: string): RawStoreReader {
       const result = await pool.query(
         `SELECT session_id, agent, version, fence, lease_owner,
            (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_at,
-           runnable, inbox_cursor, fingerprint, definition_waiting, head, run_state
+           runnable, inbox_cursor, fingerprint, definition_waiting, head, head_z, run_state
          FROM ${s}.sessions WHERE session_id = $1`,
         [sessionId],
       );
@@ -28,7 +29,7 @@ export function postgresRawReader(pool: Pool, schema?: string): RawStoreReader {
         inboxCursor: Number(row.inbox_cursor),
         fingerprint: row.fingerprint === "" ? null : row.fingerprint,
         definitionWaiting: row.definition_waiting,
-        head: joinHead(row.head, row.run_state),
+        head: joinHead(storedHead(row), row.run_state),
       };
     },
     async history(sessionId: string): Promise<unknown[]> {
