@@ -4,6 +4,7 @@
  */
 import type pg from "pg";
 import type { InboxEntry, SessionHead } from "@durable-agents/core";
+import { storedHead } from "@durable-agents/store-postgres";
 import { readExecutions, type ExecutionRow } from "./execution-log.js";
 
 export interface StoredEvent {
@@ -37,10 +38,13 @@ function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
 export async function loadRunData(pool: pg.Pool, schema = "durable_agents"): Promise<RunData> {
   const sessions = new Map<string, SessionRow>();
   for (const row of (
-    await pool.query(`SELECT session_id, head, inbox_cursor, last_inbox_seq, last_event_seq FROM ${schema}.sessions`)
+    await pool.query(
+      `SELECT session_id, head, head_z, inbox_cursor, last_inbox_seq, last_event_seq FROM ${schema}.sessions`,
+    )
   ).rows) {
     sessions.set(row.session_id, {
-      head: row.head,
+      // The store writes the head compressed (`head_z`) unless it was told not to; json `head` otherwise.
+      head: storedHead(row),
       inboxCursor: Number(row.inbox_cursor),
       lastInboxSeq: Number(row.last_inbox_seq),
       lastEventSeq: Number(row.last_event_seq),
