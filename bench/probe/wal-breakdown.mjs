@@ -23,8 +23,8 @@ for (const part of (process.env.TOAST ?? "").split(",").filter(Boolean)) {
   const [table, target] = part.split(":");
   await pool.query(`ALTER TABLE probe.${table} SET (toast_tuple_target = ${Number(target)})`);
 }
-// COMPRESS_HEADS=0: the heads as json (compressHeads: false), for an A/B of the compressed head.
-const store = new PostgresStore({ pool, schema: "probe", compressHeads: process.env.COMPRESS_HEADS !== "0" });
+// COMPRESS_HEADS=1: the heads compressed (compressHeads: true), for an A/B of the compressed head.
+const store = new PostgresStore({ pool, schema: "probe", compressHeads: process.env.COMPRESS_HEADS === "1" });
 const marks = new StepMarks();
 const definition = defineSession({
   name: "peers",

@@ -49,7 +49,8 @@ function openPostgres(url: string, schema: string, concurrency: number): Opened 
     queries[key] = (queries[key] ?? 0) + 1;
     return query(...args);
   };
-  const store = new PostgresStore({ pool, schema });
+  // BENCH_COMPRESS_HEADS=1 (probes only: bench/probe/throughput-ab.mjs) writes compressed heads, to weigh the compression.
+  const store = new PostgresStore({ pool, schema, compressHeads: process.env.BENCH_COMPRESS_HEADS === "1" });
   return {
     store,
     concurrency,

@@ -43,8 +43,9 @@ export interface PostgresStoreOptions {
   readonly pollIntervalMs?: number;
   /**
    * Write each head compressed into `head_z` (a format byte, then raw deflate against a preset
-   * dictionary: about a tenth of the JSON; see head-codec.ts), or as JSON into `head` (false:
-   * readable with SQL, about 2 KB more WAL per step). Either store reads both. Default true.
+   * dictionary; see head-codec.ts): about 1.2 KB less WAL per step, for 0.1-0.3 ms more worker CPU
+   * per step (Node's zlib call, dearer next to a large heap; bench/README.md). Default false: json
+   * into `head`, readable with SQL. Either store reads both columns.
    */
   readonly compressHeads?: boolean;
 }
@@ -124,7 +125,7 @@ export class PostgresStore implements SessionStore {
     if (options.compressHeads !== undefined && typeof options.compressHeads !== "boolean") {
       throw new ConfigurationError("invalid compressHeads", ["compressHeads is true or false"]);
     }
-    this.compressHeads = options.compressHeads ?? true;
+    this.compressHeads = options.compressHeads ?? false;
     const schema = schemaName(options.schema);
     this.pool = options.pool;
     this.sql = storeSql(schema, channelName(schema));

@@ -147,11 +147,25 @@ describe("migrate", () => {
       [4, "a"],
       [5, "b"],
     ]);
-    // The head written by the commit is compressed (migration 7), the json column cleared.
+    // The head written by the commit is json (the default), head_z (migration 7) stays empty.
     const row = await db.pool.query("SELECT head, head_z, run_state FROM legacy2.sessions WHERE session_id = 'mid'");
-    expect(row.rows[0].head).toBeNull();
-    expect(decodeHead(row.rows[0].head_z).turn?.runState).toBeNull();
+    expect(row.rows[0].head_z).toBeNull();
+    expect(row.rows[0].head.turn.runState).toBeNull();
     expect(row.rows[0].run_state).toBe(runState);
+    // A store that compresses rewrites it into head_z on its next commit, and the default store reads that.
+    const compressing = new PostgresStore({ pool: db.pool, schema: "legacy2", compressHeads: true });
+    await compressing.commit({
+      sessionId: "mid",
+      fence: lease.fence,
+      expectedVersion: 5,
+      head: next,
+      runnable: true,
+      events: [],
+    });
+    const packed = await db.pool.query("SELECT head, head_z FROM legacy2.sessions WHERE session_id = 'mid'");
+    expect(packed.rows[0].head).toBeNull();
+    expect(decodeHead(packed.rows[0].head_z).turn?.runState).toBeNull();
+    expect(await store.loadSession("mid")).toEqual({ head: next, version: 6, lastEventSeq: 5 });
     // The events view lists old and new events one per row; deleting the session deletes its rows.
     const view = await db.pool.query("SELECT seq::int FROM legacy2.events WHERE session_id = 'mid' ORDER BY seq");
     expect(view.rows.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5]);

@@ -1,0 +1,36 @@
+// A/B probe of the throughput phase on PostgreSQL: runs bench/dist/throughput-phase.js of the repo given
+// as argv[2] (its own builds of the packages) on a private PostgreSQL, PROCESSES (default 1,2) worker
+// processes, ROUNDS rounds (default 5), the full run's sizes (64 sessions x 3 turns, 16 at once per process).
+// usage: node probe/throughput-ab.mjs <repo> <tag>   (e.g. a git worktree of an older commit, built, in turns with this one)
+// BENCH_COMPRESS_HEADS=1: the workers' stores write compressed heads (compressHeads: true).
+import { pathToFileURL } from "node:url";
+const [repo, tag] = process.argv.slice(2);
+const processes = (process.env.PROCESSES ?? "1,2").split(",").map(Number);
+const rounds = Number(process.env.ROUNDS ?? 5);
+const { runThroughput } = await import(pathToFileURL(`${repo}/bench/dist/throughput-phase.js`).href);
+const { startPostgres } = await import(pathToFileURL(`${repo}/packages/store-postgres/dist/testing/index.js`).href);
+const server = await startPostgres({ fsync: true });
+const target = { kind: "postgres", connectionString: server.connectionString };
+for (let round = 1; round <= rounds; round++) {
+  for (const p of processes) {
+    const r = await runThroughput({
+      target,
+      processes: p,
+      round,
+      toolCalls: 2,
+      sessions: 64,
+      turns: 3,
+      concurrency: 16,
+    });
+    const top = Object.entries(r.queriesPerStepByStatement)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 5)
+      .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+      .join(", ");
+    console.log(
+      `${tag} r${round} ${p}p: ${r.stepsPerSecond.toFixed(0)} steps/s, workers ${r.workerCpuCores.toFixed(2)} + pg ${r.postgresCpuCores.toFixed(2)} cores, ${r.cpuMsPerStep.toFixed(2)} CPU ms/step, ${r.queriesPerStep.toFixed(2)} queries/step (${top}), other ${r.otherCpuCores.toFixed(2)}`,
+    );
+  }
+}
+await server.stop();
+process.exit(0);
