@@ -9,6 +9,24 @@ export interface Migration {
   readonly sql: (schema: string) => string;
 }
 
+/**
+ * The WHERE clause of the pinned lease grant and of the pinned work query (migrations 5, 6 and 7, which
+ * must each keep the text they shipped with): a session of one of the agents with work, not leased,
+ * pinned to a served definition or to one being migrated from that no live worker serves.
+ */
+function pinnedWork(s: string, indent: string): string {
+  return [
+    "WHERE s.agent = ANY(p_agents) AND (s.runnable OR s.last_inbox_seq > s.inbox_cursor)",
+    "  AND (s.lease_owner IS NULL OR s.lease_expires_at <= now())",
+    "  AND (s.fingerprint = ANY(p_served)",
+    "    OR (s.fingerprint = ANY(p_migrating) AND NOT EXISTS (",
+    `      SELECT 1 FROM ${s}.definition_announcements a`,
+    "      WHERE a.agent = s.agent AND a.fingerprint = s.fingerprint AND a.role = 'serves' AND a.expires_at > now())))",
+  ]
+    .map((line) => indent + line)
+    .join("\n");
+}
+
 export const migrations: readonly Migration[] = [
   {
     version: 1,
@@ -195,12 +213,7 @@ BEGIN
   RETURN QUERY
   WITH picked AS (
     SELECT s.session_id FROM ${s}.sessions s
-    WHERE s.agent = ANY(p_agents) AND (s.runnable OR s.last_inbox_seq > s.inbox_cursor)
-      AND (s.lease_owner IS NULL OR s.lease_expires_at <= now())
-      AND (s.fingerprint = ANY(p_served)
-        OR (s.fingerprint = ANY(p_migrating) AND NOT EXISTS (
-          SELECT 1 FROM ${s}.definition_announcements a
-          WHERE a.agent = s.agent AND a.fingerprint = s.fingerprint AND a.role = 'serves' AND a.expires_at > now())))
+${pinnedWork(s, "    ")}
     ORDER BY s.touched_at
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -232,12 +245,7 @@ CREATE FUNCTION ${s}.find_work_pinned(
 BEGIN
   RETURN QUERY
   SELECT s.session_id, s.fence, s.head, s.run_state, s.version, s.last_event_seq FROM ${s}.sessions s
-  WHERE s.agent = ANY(p_agents) AND (s.runnable OR s.last_inbox_seq > s.inbox_cursor)
-    AND (s.lease_owner IS NULL OR s.lease_expires_at <= now())
-    AND (s.fingerprint = ANY(p_served)
-      OR (s.fingerprint = ANY(p_migrating) AND NOT EXISTS (
-        SELECT 1 FROM ${s}.definition_announcements a
-        WHERE a.agent = s.agent AND a.fingerprint = s.fingerprint AND a.role = 'serves' AND a.expires_at > now())))
+${pinnedWork(s, "  ")}
     AND s.session_id <> ALL(p_skip)
   ORDER BY s.touched_at
   LIMIT 1;
@@ -276,12 +284,7 @@ BEGIN
   RETURN QUERY
   WITH picked AS (
     SELECT s.session_id FROM ${s}.sessions s
-    WHERE s.agent = ANY(p_agents) AND (s.runnable OR s.last_inbox_seq > s.inbox_cursor)
-      AND (s.lease_owner IS NULL OR s.lease_expires_at <= now())
-      AND (s.fingerprint = ANY(p_served)
-        OR (s.fingerprint = ANY(p_migrating) AND NOT EXISTS (
-          SELECT 1 FROM ${s}.definition_announcements a
-          WHERE a.agent = s.agent AND a.fingerprint = s.fingerprint AND a.role = 'serves' AND a.expires_at > now())))
+${pinnedWork(s, "    ")}
     ORDER BY s.touched_at
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -307,12 +310,7 @@ BEGIN
   RETURN QUERY
   SELECT o.session_id, o.fence, o.head, o.head_z, o.run_state, o.version, o.last_event_seq FROM (
   SELECT s.session_id, s.fence, s.head, s.head_z, s.run_state, s.version, s.last_event_seq FROM ${s}.sessions s
-  WHERE s.agent = ANY(p_agents) AND (s.runnable OR s.last_inbox_seq > s.inbox_cursor)
-    AND (s.lease_owner IS NULL OR s.lease_expires_at <= now())
-    AND (s.fingerprint = ANY(p_served)
-      OR (s.fingerprint = ANY(p_migrating) AND NOT EXISTS (
-        SELECT 1 FROM ${s}.definition_announcements a
-        WHERE a.agent = s.agent AND a.fingerprint = s.fingerprint AND a.role = 'serves' AND a.expires_at > now())))
+${pinnedWork(s, "  ")}
     AND s.session_id <> ALL(p_skip)
   ORDER BY s.touched_at
   LIMIT 8) o
