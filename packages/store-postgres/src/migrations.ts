@@ -27,6 +27,37 @@ function pinnedWork(s: string, indent: string): string {
     .join("\n");
 }
 
+/**
+ * The pinned lease grant as a function (migration 5; migration 7 makes it again returning head_z too).
+ * Each migration must keep the text it shipped with.
+ */
+function acquireLeasePinned(s: string, headZ: boolean): string {
+  return `CREATE FUNCTION ${s}.acquire_lease_pinned(
+  p_agents text[], p_worker text, p_ttl_ms bigint, p_served text[], p_migrating text[]
+) RETURNS TABLE (
+  session_id text, fence bigint, expires_at bigint, head json, ${headZ ? "head_z bytea, " : ""}run_state text, version bigint, last_event_seq bigint
+) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $body$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  WITH picked AS (
+    SELECT s.session_id FROM ${s}.sessions s
+${pinnedWork(s, "    ")}
+    ORDER BY s.touched_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+  ), granted AS (
+    UPDATE ${s}.sessions t SET lease_owner = p_worker, fence = t.fence + 1,
+      lease_expires_at = date_trunc('milliseconds', now()) + p_ttl_ms * interval '1 millisecond', touched_at = now()
+    FROM picked WHERE t.session_id = picked.session_id
+    RETURNING t.session_id, t.fence, (extract(epoch FROM t.lease_expires_at) * 1000)::bigint AS expires_at,
+      t.head, ${headZ ? "t.head_z, " : ""}t.run_state, t.version, t.last_event_seq
+  )
+  SELECT g.session_id, g.fence, g.expires_at, g.head, ${headZ ? "g.head_z, " : ""}g.run_state, g.version, g.last_event_seq FROM granted g;
+END
+$body$;`;
+}
+
 export const migrations: readonly Migration[] = [
   {
     version: 1,
@@ -203,30 +234,7 @@ $body$;
 -- As a statement, PostgreSQL planned it anew on every call (its generic plan, made for arrays of unknown
 -- length, is estimated dearer than one made for the call's own arrays): about 0.35 ms of server CPU
 -- per grant and per poll that finds no work, against 0.02 ms for the generic plan, which runs as fast.
-CREATE FUNCTION ${s}.acquire_lease_pinned(
-  p_agents text[], p_worker text, p_ttl_ms bigint, p_served text[], p_migrating text[]
-) RETURNS TABLE (
-  session_id text, fence bigint, expires_at bigint, head json, run_state text, version bigint, last_event_seq bigint
-) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $body$
-#variable_conflict use_column
-BEGIN
-  RETURN QUERY
-  WITH picked AS (
-    SELECT s.session_id FROM ${s}.sessions s
-${pinnedWork(s, "    ")}
-    ORDER BY s.touched_at
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-  ), granted AS (
-    UPDATE ${s}.sessions t SET lease_owner = p_worker, fence = t.fence + 1,
-      lease_expires_at = date_trunc('milliseconds', now()) + p_ttl_ms * interval '1 millisecond', touched_at = now()
-    FROM picked WHERE t.session_id = picked.session_id
-    RETURNING t.session_id, t.fence, (extract(epoch FROM t.lease_expires_at) * 1000)::bigint AS expires_at,
-      t.head, t.run_state, t.version, t.last_event_seq
-  )
-  SELECT g.session_id, g.fence, g.expires_at, g.head, g.run_state, g.version, g.last_event_seq FROM granted g;
-END
-$body$;
+${acquireLeasePinned(s, false)}
 `,
   },
   {
@@ -274,30 +282,7 @@ ALTER TABLE ${s}.sessions ADD CONSTRAINT sessions_one_head CHECK ((head IS NULL)
 -- workers that look for work at the same moment then mostly find different sessions, where they all
 -- found the same one and all but one had their claim refused (a wasted query each).
 DROP FUNCTION ${s}.acquire_lease_pinned(text[], text, bigint, text[], text[]);
-CREATE FUNCTION ${s}.acquire_lease_pinned(
-  p_agents text[], p_worker text, p_ttl_ms bigint, p_served text[], p_migrating text[]
-) RETURNS TABLE (
-  session_id text, fence bigint, expires_at bigint, head json, head_z bytea, run_state text, version bigint, last_event_seq bigint
-) LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $body$
-#variable_conflict use_column
-BEGIN
-  RETURN QUERY
-  WITH picked AS (
-    SELECT s.session_id FROM ${s}.sessions s
-${pinnedWork(s, "    ")}
-    ORDER BY s.touched_at
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-  ), granted AS (
-    UPDATE ${s}.sessions t SET lease_owner = p_worker, fence = t.fence + 1,
-      lease_expires_at = date_trunc('milliseconds', now()) + p_ttl_ms * interval '1 millisecond', touched_at = now()
-    FROM picked WHERE t.session_id = picked.session_id
-    RETURNING t.session_id, t.fence, (extract(epoch FROM t.lease_expires_at) * 1000)::bigint AS expires_at,
-      t.head, t.head_z, t.run_state, t.version, t.last_event_seq
-  )
-  SELECT g.session_id, g.fence, g.expires_at, g.head, g.head_z, g.run_state, g.version, g.last_event_seq FROM granted g;
-END
-$body$;
+${acquireLeasePinned(s, true)}
 
 DROP FUNCTION ${s}.find_work_pinned(text[], text[], text[], text[]);
 CREATE FUNCTION ${s}.find_work_pinned(
