@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { ConfigurationError } from "@durable-agents/core";
 import { decodeHead, PostgresStore, migrate, migrationSql, migrations } from "../src/index.js";
@@ -174,6 +175,22 @@ describe("migrate", () => {
       const n = await db.pool.query(`SELECT count(*)::int AS n FROM legacy2.${table}`);
       expect(n.rows[0].n, table).toBe(0);
     }
+  });
+
+  it("keeps the SQL of every shipped migration as it was (a schema migrated with it must not differ from a new one)", () => {
+    const digests = migrations.map((m) => [
+      m.version,
+      createHash("sha256").update(m.sql("durable_agents")).digest("hex"),
+    ]);
+    expect(digests).toEqual([
+      [1, "43daa1fca3d0f366d27409e88f798a0f018a934660aa0e865b1fd28093a80e9b"],
+      [2, "912eb039747f18ac78a6439b6920d42599ee7f522b4fe2ce669815af6bd884eb"],
+      [3, "7d50b330a161dbbd40b93a095e726124ab630ec0fadd3f25d46d96349827575f"],
+      [4, "acef9fd21fdb19f457d718dc9b35d5008b381433212bbecb1fe117987a5f7cee"],
+      [5, "261bac0b1cb3c31a3a871538c5ad29eceb17c6a7291b2c4aaab967c9fea644d8"],
+      [6, "16f323e3c8dab6f24ed12d4c31d9a8716170a55f52792a5dcaab72d4955afbf9"],
+      [7, "786282e4a99ac783d7aaa4ff3cb4fe780a64179fa3b1110ba165fb1ca5505db3"],
+    ]);
   });
 
   it("refuses a schema name that is not a plain identifier, creating nothing", async () => {
