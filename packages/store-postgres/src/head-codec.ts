@@ -98,7 +98,7 @@ export function decodeHead(stored: Uint8Array): SessionHead {
   }
 }
 
-/** A row's head: from `head_z` when it is set, else from `head` (json, rows written before migration 7 or with `compressHeads: false`). */
+/** A row's head: from `head_z` when it is set (a store made with `compressHeads: true`), else from `head` (json: the default, and rows written before migration 7). */
 export function storedHead(row: {
   readonly head: SessionHead | null;
   readonly head_z?: Uint8Array | null;

@@ -43,7 +43,7 @@ export async function loadRunData(pool: pg.Pool, schema = "durable_agents"): Pro
     )
   ).rows) {
     sessions.set(row.session_id, {
-      // The store writes the head compressed (`head_z`) unless it was told not to; json `head` otherwise.
+      // Json `head` by default; `head_z` when a store was made with compressHeads: true.
       head: storedHead(row),
       inboxCursor: Number(row.inbox_cursor),
       lastInboxSeq: Number(row.last_inbox_seq),
