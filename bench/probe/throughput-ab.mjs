@@ -3,6 +3,7 @@
 // processes, ROUNDS rounds (default 5), the full run's sizes (64 sessions x 3 turns, 16 at once per process).
 // usage: node probe/throughput-ab.mjs <repo> <tag>   (e.g. a git worktree of an older commit, built, in turns with this one)
 // BENCH_COMPRESS_HEADS=1: the workers' stores write compressed heads (compressHeads: true).
+// BENCH_COMMITS_IN_FLIGHT=<n|Infinity>: the workers' stores' commitsInFlight (Infinity: every commit alone, no group commit).
 import { pathToFileURL } from "node:url";
 const [repo, tag] = process.argv.slice(2);
 const processes = (process.env.PROCESSES ?? "1,2").split(",").map(Number);

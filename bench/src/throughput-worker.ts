@@ -49,8 +49,15 @@ function openPostgres(url: string, schema: string, concurrency: number): Opened 
     queries[key] = (queries[key] ?? 0) + 1;
     return query(...args);
   };
-  // BENCH_COMPRESS_HEADS=1 (probes only: bench/probe/throughput-ab.mjs) writes compressed heads, to weigh the compression.
-  const store = new PostgresStore({ pool, schema, compressHeads: process.env.BENCH_COMPRESS_HEADS === "1" });
+  // Probes only (bench/probe/throughput-ab.mjs): BENCH_COMPRESS_HEADS=1 writes compressed heads, to
+  // weigh the compression; BENCH_COMMITS_IN_FLIGHT sets commitsInFlight (Infinity: no group commit).
+  const inFlight = process.env.BENCH_COMMITS_IN_FLIGHT;
+  const store = new PostgresStore({
+    pool,
+    schema,
+    compressHeads: process.env.BENCH_COMPRESS_HEADS === "1",
+    ...(inFlight ? { commitsInFlight: Number(inFlight) } : {}),
+  });
   return {
     store,
     concurrency,

@@ -48,6 +48,40 @@ export interface PostgresStoreOptions {
    * into `head`, readable with SQL. Either store reads both columns.
    */
   readonly compressHeads?: boolean;
+  /**
+   * Group commit: at most this many commit statements of this store at PostgreSQL at once; the
+   * commits made while that many are out wait for one to come back and then go together, as one
+   * statement (one transaction, one WAL flush), each still checked on its own. A commit made while
+   * fewer are out goes at once, so a lone step is never held back. Default 2; `Infinity` sends every
+   * commit on its own as soon as it is made. Compressed heads (`compressHeads`) and claims always go
+   * on their own.
+   */
+  readonly commitsInFlight?: number;
+}
+
+/** A commit waiting for its turn to go (group commit). */
+interface WaitingCommit {
+  readonly commit: Commit;
+  readonly params: unknown[];
+  readonly extend: boolean;
+  readonly resolve: (result: CommitResult) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** The most commits one group statement carries. */
+const MAX_GROUP = 32;
+
+/** A value as JSON text, undefined as null. */
+function jsonValue(value: unknown): string {
+  return value === undefined || value === null ? "null" : JSON.stringify(value);
+}
+
+/**
+ * One commit's entry in a group statement's json array (see StoreSql.commitGroup), from the
+ * commit statement's parameters; the head, history and events are JSON text already.
+ */
+function groupEntry(p: readonly unknown[]): string {
+  return `{"i":${JSON.stringify(p[0])},"f":${p[1]},"v":${p[2]},"h":${(p[3] as string | null) ?? "null"},"r":${jsonValue(p[4])},"c":${jsonValue(p[5])},"y":${p[6]},"yn":${p[7]},"e":${p[8]},"en":${p[9]},"p":${jsonValue(p[10])},"w":${jsonValue(p[11])},"s":${jsonValue(p[12])},"x":${p[13]},"t":${jsonValue(p[14])}}`;
 }
 
 /** A session row as the store's reads return it. */
@@ -92,6 +126,17 @@ export function joinHead(head: SessionHead, runState: string | null): SessionHea
   return { ...head, turn: { ...head.turn, runState } };
 }
 
+/** What an applied commit answers, from its row of the commit (or group) statement. */
+function applied(
+  commit: Commit,
+  row: { version: string; last_event_seq: string; expires_at: string | null },
+  extend: boolean,
+): CommitResult {
+  const done = { version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
+  if (commit.release === true) return { ...done, released: true };
+  return extend ? { ...done, leaseExpiresAt: Number(row.expires_at) } : done;
+}
+
 /** A session row's head (the run state put back) and counters. */
 function storedSession(row: SessionRow): StoredSession {
   return {
@@ -111,6 +156,10 @@ export class PostgresStore implements SessionStore {
   private readonly statementPrefix: string;
   private readonly listener: NotificationListener;
   private readonly compressHeads: boolean;
+  private readonly commitsInFlight: number;
+  /** Commit statements at PostgreSQL now, and the commits waiting to go (group commit). */
+  private sending = 0;
+  private readonly waiting: WaitingCommit[] = [];
 
   constructor(options: PostgresStoreOptions) {
     if (!options || typeof options.pool?.query !== "function") {
@@ -126,6 +175,11 @@ export class PostgresStore implements SessionStore {
       throw new ConfigurationError("invalid compressHeads", ["compressHeads is true or false"]);
     }
     this.compressHeads = options.compressHeads ?? false;
+    const inFlight = options.commitsInFlight ?? 2;
+    if (!(inFlight === Number.POSITIVE_INFINITY || (Number.isInteger(inFlight) && inFlight >= 1))) {
+      throw new ConfigurationError("invalid commitsInFlight", ["commitsInFlight is a whole number >= 1, or Infinity"]);
+    }
+    this.commitsInFlight = inFlight;
     const schema = schemaName(options.schema);
     this.pool = options.pool;
     this.sql = storeSql(schema, channelName(schema));
@@ -181,35 +235,98 @@ export class PostgresStore implements SessionStore {
     const columns = stored === null ? null : this.headColumns(stored.head);
     const extend = commit.release !== true && commit.leaseTtlMs !== undefined;
     const claim = commit.claim?.workerId;
+    const params = [
+      commit.sessionId,
+      commit.fence,
+      commit.expectedVersion,
+      columns?.json ?? null,
+      head === undefined ? null : commit.runnable,
+      head === undefined ? null : head.inboxCursor,
+      JSON.stringify(history),
+      history.length,
+      JSON.stringify(events),
+      events.length,
+      pin?.fingerprint ?? null,
+      pin?.waiting ?? null,
+      stored?.runState ?? null,
+      commit.release === true,
+      extend ? Math.ceil(commit.leaseTtlMs!) : null,
+      columns?.compressed ?? null,
+      ...(claim === undefined ? [] : [claim]),
+    ];
+    if (claim !== undefined || this.compressHeads || this.commitsInFlight === Number.POSITIVE_INFINITY) {
+      return this.commitAlone(commit, params, extend);
+    }
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ commit, params, extend, resolve, reject });
+      this.sendWaiting();
+    });
+  }
+
+  /** One commit as its own statement. */
+  private async commitAlone(commit: Commit, params: unknown[], extend: boolean): Promise<CommitResult> {
     const result = await this.run<{ version: string; last_event_seq: string; expires_at: string | null }>(
-      claim === undefined ? "commit" : "commitClaim",
-      [
-        commit.sessionId,
-        commit.fence,
-        commit.expectedVersion,
-        columns?.json ?? null,
-        head === undefined ? null : commit.runnable,
-        head === undefined ? null : head.inboxCursor,
-        JSON.stringify(history),
-        history.length,
-        JSON.stringify(events),
-        events.length,
-        pin?.fingerprint ?? null,
-        pin?.waiting ?? null,
-        stored?.runState ?? null,
-        commit.release === true,
-        extend ? Math.ceil(commit.leaseTtlMs!) : null,
-        columns?.compressed ?? null,
-        ...(claim === undefined ? [] : [claim]),
-      ],
+      commit.claim === undefined ? "commit" : "commitClaim",
+      params,
     );
     const row = result.rows[0];
-    if (row) {
-      const done = { version: Number(row.version), lastEventSeq: Number(row.last_event_seq) };
-      if (commit.release === true) return { ...done, released: true };
-      return extend ? { ...done, leaseExpiresAt: Number(row.expires_at) } : done;
-    }
+    if (row) return applied(commit, row, extend);
     throw await this.refusal(commit);
+  }
+
+  /** Sends what waits while fewer than commitsInFlight statements are out. */
+  private sendWaiting(): void {
+    while (this.sending < this.commitsInFlight && this.waiting.length > 0) {
+      // One commit per session in a group (a session's commits follow each other anyway).
+      const group: WaitingCommit[] = [];
+      const sessions = new Set<string>();
+      const rest: WaitingCommit[] = [];
+      for (const entry of this.waiting) {
+        if (group.length < MAX_GROUP && !sessions.has(entry.commit.sessionId)) {
+          group.push(entry);
+          sessions.add(entry.commit.sessionId);
+        } else rest.push(entry);
+      }
+      this.waiting.splice(0, this.waiting.length, ...rest);
+      this.sending++;
+      void this.sendGroup(group).finally(() => {
+        this.sending--;
+        this.sendWaiting();
+      });
+    }
+  }
+
+  /** Sends commits of different sessions as one statement (one alone as the commit statement) and answers each. */
+  private async sendGroup(group: readonly WaitingCommit[]): Promise<void> {
+    const alone = (entry: WaitingCommit) =>
+      this.commitAlone(entry.commit, entry.params, entry.extend).then(entry.resolve, entry.reject);
+    if (group.length === 1) return alone(group[0]!);
+    let result: QueryResult<{ session_id: string; version: string; last_event_seq: string; expires_at: string | null }>;
+    try {
+      result = await this.run("commitGroup", [`[${group.map((entry) => groupEntry(entry.params)).join(",")}]`]);
+    } catch (error) {
+      // PostgreSQL refused the statement and rolled it back (an error with a code): each commit goes
+      // again on its own, for its own answer. Without a code (the connection broke) nothing is known
+      // of the outcome, as for a commit alone: each gets the error.
+      if (typeof (error as { code?: unknown }).code === "string") {
+        await Promise.all(group.map(alone));
+        return;
+      }
+      for (const entry of group) entry.reject(error);
+      return;
+    }
+    const rows = new Map(result.rows.map((row) => [row.session_id, row]));
+    await Promise.all(
+      group.map(async (entry) => {
+        const row = rows.get(entry.commit.sessionId);
+        if (row) return entry.resolve(applied(entry.commit, row, entry.extend));
+        try {
+          entry.reject(await this.refusal(entry.commit));
+        } catch (error) {
+          entry.reject(error);
+        }
+      }),
+    );
   }
 
   /** Why a commit changed nothing: no session, a lost lease, or a moved version (checked in that order). */

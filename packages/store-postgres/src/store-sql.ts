@@ -10,6 +10,7 @@ export interface StoreSql {
   readonly readHistory: string;
   readonly commit: string;
   readonly commitClaim: string;
+  readonly commitGroup: string;
   readonly commitDiagnosis: string;
   readonly claimDiagnosis: string;
   readonly enqueue: string;
@@ -126,7 +127,59 @@ WITH updated AS (
 )
 SELECT u.version, u.last_event_seq, u.expires_at, (SELECT count(*) FROM notes) AS notes FROM updated u`;
   }
+  /**
+   * Several sessions' commits in one statement (group commit): $1 a json array, one object per
+   * commit of a different session, with the parameters of the commit statement by these keys:
+   * i id, f fence, v expected version, h head (json) or null, r runnable, c inbox cursor, y history
+   * (array), yn its length, e events (array), en their count, p fingerprint, w waiting, s run state,
+   * x release, t ttl ms to extend to. Each commit is checked on its own, as the commit statement
+   * checks it; the statement returns a row for each one applied, and a commit with no row was
+   * refused (the store asks why). Heads go into `head` only (no compressed heads here).
+   */
+  const commitGroup = `
+WITH input AS (
+  SELECT * FROM json_to_recordset($1::json) AS i(i text, f bigint, v bigint, h json, r boolean, c bigint, y json,
+    yn bigint, e json, en bigint, p text, w boolean, s text, x boolean, t bigint)
+), updated AS (
+  UPDATE ${s}.sessions t SET
+    head = CASE WHEN i.h IS NULL THEN t.head ELSE i.h END,
+    head_z = CASE WHEN i.h IS NULL THEN t.head_z ELSE NULL END,
+    run_state = CASE WHEN i.h IS NULL OR t.run_state IS NOT DISTINCT FROM i.s THEN t.run_state ELSE i.s END,
+    fingerprint = COALESCE(i.p, t.fingerprint),
+    definition_waiting = COALESCE(i.w, t.definition_waiting),
+    version = t.version + CASE WHEN i.h IS NULL THEN 0 ELSE 1 END,
+    runnable = COALESCE(i.r, t.runnable),
+    inbox_cursor = COALESCE(i.c, t.inbox_cursor),
+    history_length = t.history_length + i.yn,
+    last_event_seq = t.last_event_seq + i.en,
+    lease_owner = CASE WHEN i.x THEN NULL ELSE t.lease_owner END,
+    lease_expires_at = CASE WHEN i.x THEN NULL WHEN i.t IS NULL THEN t.lease_expires_at
+      ELSE date_trunc('milliseconds', now()) + i.t * interval '1 millisecond' END,
+    touched_at = CASE WHEN i.x THEN now() ELSE t.touched_at END
+  FROM input i
+  WHERE t.session_id = i.i AND t.fence = i.f AND t.lease_owner IS NOT NULL AND t.lease_expires_at > now()
+    AND t.version = i.v
+  RETURNING t.session_id, t.version, t.history_length, t.last_event_seq, ${ready.replace(/(runnable|last_inbox_seq|inbox_cursor)/g, "t.$1")} AS has_work,
+    ${expiresAtMs.replace("lease_expires_at", "t.lease_expires_at")} AS expires_at, i.y, i.yn, i.e, i.en, i.x
+), history AS (
+  INSERT INTO ${s}.history (session_id, position, item)
+  SELECT u.session_id, u.history_length - u.yn + h.ord - 1, h.value
+  FROM updated u, json_array_elements(u.y) WITH ORDINALITY AS h(value, ord)
+), events AS (
+  INSERT INTO ${s}.event_batches (session_id, last_seq, events)
+  SELECT u.session_id, u.last_event_seq, u.e FROM updated u WHERE u.en > 0
+), carried AS (
+  SELECT u.session_id, 'batch:' || json_build_object('s', u.session_id, 'l', u.last_event_seq, 'a', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00', 'e', u.e)::text AS payload
+  FROM updated u WHERE u.en > 0
+), notes AS (
+  SELECT pg_notify('${channel}', CASE WHEN octet_length(c.payload) <= ${MAX_CARRIED_PAYLOAD} THEN c.payload ELSE 'events:' || c.session_id END)
+  FROM carried c
+  UNION ALL
+  SELECT pg_notify('${channel}', 'work') FROM updated u WHERE u.x AND u.has_work
+)
+SELECT u.session_id, u.version, u.last_event_seq, u.expires_at, (SELECT count(*) FROM notes) AS notes FROM updated u`;
   return {
+    commitGroup,
     // $1 id, $2 agent, $3 head, $4 inbox cursor, $5 events (json array), $6 inbox entry or null,
     // $7 dedupe key, $8 fingerprint ('' when not pinned), $9 waiting for its definition, $10 run state or null,
     // $11 the head compressed (head_z; then $3 is null)

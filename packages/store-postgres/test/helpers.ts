@@ -22,7 +22,7 @@ export interface Database {
   readonly pool: pg.Pool;
   readonly schema: string;
   /** A store on the file's database; closed after the file. */
-  store(options?: { pollIntervalMs?: number; compressHeads?: boolean }): PostgresStore;
+  store(options?: { pollIntervalMs?: number; compressHeads?: boolean; commitsInFlight?: number }): PostgresStore;
 }
 
 /** A database of this test file's own, migrated, with a pool; everything is dropped after the file. */
