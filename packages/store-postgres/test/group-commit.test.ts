@@ -8,19 +8,12 @@ import {
 } from "@durable-agents/core";
 import type { StoreNotification } from "@durable-agents/core/engine";
 import { PostgresStore } from "../src/index.js";
-import { created, delta, head, item, newId, useDatabase } from "./helpers.js";
+import { delta, head, item, leasedSession, newId, useDatabase } from "./helpers.js";
 
 const db = useDatabase();
 
 /** A session with a live lease of worker "w" (its agent is its own ID, so no other test's lease takes it): its fence. */
-async function leased(sessionId: string): Promise<number> {
-  const store = db.store();
-  await store.createSession({ head: head(sessionId), events: [created()] });
-  await db.pool.query("UPDATE durable_agents.sessions SET runnable = true, agent = $1 WHERE session_id = $1", [
-    sessionId,
-  ]);
-  return (await store.acquireLease({ workerId: "w", ttlMs: 10_000, agents: [sessionId] }))!.fence;
-}
+const leased = (sessionId: string): Promise<number> => leasedSession(db, sessionId);
 
 /** A store whose statements are counted by name (each of the store's statements is a named one). */
 function countingStore(options: { commitsInFlight?: number } = {}): {

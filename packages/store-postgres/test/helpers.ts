@@ -113,3 +113,16 @@ export async function tableBarrier(pool: pg.Pool, table: string): Promise<TableB
     },
   };
 }
+
+/**
+ * A new session whose agent is its own ID (so no other test's lease takes it), runnable, with a live
+ * lease of worker "w": its fence.
+ */
+export async function leasedSession(db: Database, sessionId: string): Promise<number> {
+  const store = db.store();
+  await store.createSession({ head: head(sessionId), events: [created()] });
+  await db.pool.query(`UPDATE ${db.schema}.sessions SET runnable = true, agent = $1 WHERE session_id = $1`, [
+    sessionId,
+  ]);
+  return (await store.acquireLease({ workerId: "w", ttlMs: 10_000, agents: [sessionId] }))!.fence;
+}

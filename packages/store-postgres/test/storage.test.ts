@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { SessionHead } from "@durable-agents/core";
 import { decodeHead, encodeHead } from "../src/index.js";
 import { headDictionary1 } from "../src/head-codec.js";
-import { created, delta, head, item, newId, useDatabase } from "./helpers.js";
+import { created, delta, head, item, leasedSession, newId, useDatabase } from "./helpers.js";
 
 const db = useDatabase();
 
@@ -16,14 +16,7 @@ const inTurn = (sessionId: string, runState: string | null, changes: Partial<Ses
   });
 
 /** A session with a live lease of worker "w": its fence. */
-async function leased(sessionId: string): Promise<number> {
-  const store = db.store();
-  await store.createSession({ head: head(sessionId), events: [created()] });
-  await db.pool.query("UPDATE durable_agents.sessions SET runnable = true, agent = $1 WHERE session_id = $1", [
-    sessionId,
-  ]);
-  return (await store.acquireLease({ workerId: "w", ttlMs: 10_000, agents: [sessionId] }))!.fence;
-}
+const leased = (sessionId: string): Promise<number> => leasedSession(db, sessionId);
 
 /** The out-of-line values the sessions table's TOAST table holds (their IDs). */
 async function toastValues(): Promise<string[]> {
