@@ -168,6 +168,86 @@ CREATE TRIGGER refuse_poisoned BEFORE INSERT ON durable_agents.history FOR EACH 
     }
   });
 
+  it("a commit in a group writes what the same commit alone writes (every column of the row, history, events)", async () => {
+    // The same five commits, in the same order, once each alone and once grouped (after a first
+    // commit that goes alone, so the five wait and go together): the rows must match column by column.
+    const variants = [
+      (id: string) => ({
+        head: running(id, 1),
+        runnable: true,
+        appendHistory: [item(`${id} h`)],
+        events: [delta("a")],
+      }),
+      (id: string) => ({
+        head: head(id, {
+          status: "running",
+          definition: { fingerprint: "fp-1", waiting: null },
+          turn: {
+            turnId: "turn-1",
+            number: 1,
+            runState: "x".repeat(40),
+            calls: [],
+            steps: [],
+          } as unknown as SessionHead["turn"],
+        }),
+        runnable: false,
+        events: [delta("b"), delta("c")],
+        leaseTtlMs: 7000,
+      }),
+      (_id: string) => ({ events: [delta("events only")] }),
+      (id: string) => ({ head: running(id, 0), runnable: true, events: [], release: true }),
+      (id: string) => ({ head: head(id, { inboxCursor: 3 }), runnable: false, events: [delta("d")], release: true }),
+    ];
+    const rowsOf = async (ids: string[]) => {
+      const out = [];
+      for (const id of ids) {
+        const row = await db.pool.query(
+          `SELECT head::text, head_z, run_state, version, fence, lease_owner, lease_expires_at IS NULL AS no_expiry,
+             runnable, inbox_cursor, last_inbox_seq, last_event_seq, history_length, fingerprint, definition_waiting
+           FROM durable_agents.sessions WHERE session_id = $1`,
+          [id],
+        );
+        const history = await db.pool.query(
+          "SELECT position, item::text FROM durable_agents.history WHERE session_id = $1 ORDER BY position",
+          [id],
+        );
+        const events = await db.pool.query(
+          "SELECT last_seq, events::text FROM durable_agents.event_batches WHERE session_id = $1 ORDER BY last_seq",
+          [id],
+        );
+        // The texts name their own session: compare them with the ID taken out.
+        out.push(
+          JSON.parse(
+            JSON.stringify({ row: row.rows[0], history: history.rows, events: events.rows }).replaceAll(id, "ID"),
+          ),
+        );
+      }
+      return out;
+    };
+    const run = async (inFlight: number, prefix: string) => {
+      const first = newId(prefix);
+      const ids = variants.map(() => newId(prefix));
+      const fences = await Promise.all([first, ...ids].map(leased));
+      const { store, statements } = countingStore({ commitsInFlight: inFlight });
+      await Promise.all([
+        store.commit({ sessionId: first, fence: fences[0]!, expectedVersion: 1, events: [delta("first")] }),
+        ...ids.map((id, i) =>
+          store.commit({ sessionId: id, fence: fences[i + 1]!, expectedVersion: 1, ...variants[i]!(id) }),
+        ),
+      ]);
+      await store.close();
+      return { rows: await rowsOf(ids), statements };
+    };
+    const alone = await run(Number.POSITIVE_INFINITY, "eqa");
+    const grouped = await run(1, "eqg");
+    expect(alone.statements).toEqual(["commit", "commit", "commit", "commit", "commit", "commit"]);
+    expect(grouped.statements).toEqual(["commit", "commitGroup"]);
+    expect(grouped.rows).toEqual(alone.rows);
+    // and the commits did write something (the comparison is not of empty rows)
+    expect(alone.rows.map((r) => r.row.version)).toEqual(["2", "2", "1", "2", "2"]);
+    expect(alone.rows.map((r) => r.row.lease_owner)).toEqual(["w", "w", "w", null, null]);
+  });
+
   it("a lone commit goes at once as the commit statement; commitsInFlight: Infinity never groups", async () => {
     const ids = Array.from({ length: 6 }, () => newId("l"));
     const fences = await Promise.all(ids.map(leased));
