@@ -22,7 +22,7 @@ import {
   type MachineConfig,
   type MachineInput,
 } from "./machine.js";
-import type { EventBody, HistoryItem, SessionHead } from "./schemas.js";
+import type { EventBody, HistoryItem, InboxItem, SessionHead } from "./schemas.js";
 import type { Commit, CommitResult, Lease, SessionStore, StoredSession } from "./store.js";
 import { type HeadCache, loadStoredSession } from "./stored-session.js";
 import { runReconcileAttempt } from "./reconcile-step.js";
@@ -120,6 +120,13 @@ class SessionDriver {
   private nextAt: number | null = null;
   /** Whether the inbox may hold entries not applied yet (set by notifications and poll timeouts). */
   private inboxDirty = true;
+  /** The entries inbox notices carried since the inbox was last taken (`StoreNotification.entries`). */
+  private carried: InboxItem[] = [];
+  /**
+   * Whether the inbox must be read to know what it holds: set by whatever makes it dirty except a
+   * notice that carried its entry (a notice without one, a poll timeout, the drive's start).
+   */
+  private inboxUnread = true;
   private wakeUp: (() => void) | null = null;
   private commitChain: Promise<unknown> = Promise.resolve();
   /** Commits queued or running in the chain. */
@@ -172,6 +179,8 @@ class SessionDriver {
     }
     const unsubscribe = this.store.subscribe((n) => {
       if (n.kind === "inbox" && n.sessionId === this.sessionId) {
+        if (n.entries !== undefined && n.entries.length > 0) this.carried.push(...n.entries);
+        else this.inboxUnread = true;
         this.inboxDirty = true;
         this.poke();
       }
@@ -307,7 +316,7 @@ class SessionDriver {
       }
       if (!stopping && this.inboxDirty) {
         this.inboxDirty = false;
-        for (const item of await this.store.readInbox(this.sessionId, this.head.inboxCursor)) {
+        for (const item of await this.takeInbox()) {
           const userItem =
             item.kind === "message" || item.kind === "steer"
               ? this.definition.runner.userItem("message", item.text)
@@ -327,8 +336,10 @@ class SessionDriver {
         const left = until - Date.now();
         if (left <= 0 || stopping || this.options.lingerSignal?.aborted) return "lapsed";
         // A timeout before the end reads the inbox again, in case a notification was lost.
-        if (!this.inboxDirty && !(await this.sleep(Math.min(left, this.options.pollIntervalMs ?? 1000))))
+        if (!this.inboxDirty && !(await this.sleep(Math.min(left, this.options.pollIntervalMs ?? 1000)))) {
           this.inboxDirty = until > Date.now();
+          this.inboxUnread = true;
+        }
         continue;
       }
       if (this.running === 0) {
@@ -338,6 +349,7 @@ class SessionDriver {
           const inbox = await this.store.readInbox(this.sessionId, this.head.inboxCursor);
           if (inbox.length === 0) return "idle";
           this.inboxDirty = true;
+          this.inboxUnread = true;
           continue;
         }
       }
@@ -348,8 +360,30 @@ class SessionDriver {
       if (!stopping && untilDue <= 0) continue;
       const timeout = Math.min(this.options.pollIntervalMs ?? 1000, untilDue > 0 ? untilDue : Infinity);
       // Woken by a finished step or an inbox notification; a timeout re-reads the inbox in case one was lost.
-      if (!(await this.sleep(timeout))) this.inboxDirty = true;
+      if (!(await this.sleep(timeout))) {
+        this.inboxDirty = true;
+        this.inboxUnread = true;
+      }
     }
+  }
+
+  /**
+   * The inbox entries past the cursor. The ones notices carried, when they continue the cursor with
+   * no gap and nothing else made the inbox dirty: each notice's entry was written after every entry
+   * before it, so they are what a read would have answered when the last of them was written (and
+   * none past the cursor means a read since took them all). Else the inbox is read.
+   */
+  private async takeInbox(): Promise<readonly InboxItem[]> {
+    const carried = this.carried;
+    const unread = this.inboxUnread;
+    this.carried = [];
+    this.inboxUnread = false;
+    const cursor = this.head.inboxCursor;
+    if (!unread) {
+      const next = carried.filter((item) => item.seq > cursor).sort((a, b) => a.seq - b.seq);
+      if (next.every((item, k) => item.seq === cursor + 1 + k)) return next;
+    }
+    return this.store.readInbox(this.sessionId, cursor);
   }
 
   /**

@@ -87,9 +87,25 @@ export interface EnqueueResult {
   readonly duplicate: boolean;
 }
 
+/**
+ * What a store's subscribers hear. `work`: a session may be there to lease, after an entry enqueued
+ * for a session no live lease holds, a commit or release that leaves work, or a lost connection.
+ * `inbox`: an entry was enqueued for the session (whoever holds its lease takes it). `events`: the
+ * session has new events.
+ */
 export type StoreNotification =
   | { readonly kind: "work" }
-  | { readonly kind: "inbox"; readonly sessionId: string }
+  | {
+      readonly kind: "inbox";
+      readonly sessionId: string;
+      /**
+       * The entries the notice carries, when it does: contiguous, in seq order, and ending with the
+       * entry whose write sent the notice (every entry before it was in the inbox by then). A drive
+       * whose inbox cursor they continue takes them instead of reading the inbox; without them, or
+       * when they leave a gap after its cursor, it reads.
+       */
+      readonly entries?: readonly InboxItem[];
+    }
   | {
       readonly kind: "events";
       readonly sessionId: string;

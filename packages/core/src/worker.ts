@@ -188,15 +188,12 @@ export class Worker {
   start(): this {
     if (this.loop) return this;
     this.unsubscribe = this.store.subscribe((n) => {
-      // An inbox entry of a session this worker drives is its drive's (the drive listens itself).
-      if (n.kind === "work" || (n.kind === "inbox" && !this.held.has(n.sessionId))) {
-        // One whose lease this worker still keeps is driven under that lease (no other worker can take it).
-        if (n.kind === "inbox") {
-          const kept = this.lapsed.get(n.sessionId);
-          if (kept) kept.wanted = true;
-        }
-        this.poke();
-      }
+      // An inbox entry of a session this worker drives is its drive's (the drive listens itself). One
+      // whose lease this worker still keeps is driven under that lease (no other worker can take it).
+      // Any other entry wakes no worker by itself: a store says `work` for a session it may lease.
+      const kept = n.kind === "inbox" && !this.held.has(n.sessionId) ? this.lapsed.get(n.sessionId) : undefined;
+      if (kept) kept.wanted = true;
+      if (n.kind === "work" || kept) this.poke();
     });
     void this.announce();
     this.announceTimer = setInterval(() => void this.announce(), Math.max(10, Math.floor(this.leaseTtlMs / 3)));

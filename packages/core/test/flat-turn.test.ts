@@ -114,9 +114,10 @@ describe("a turn at 10 and at 1,000 history items", () => {
       expect(small.counts["readHistory"]).toBeUndefined();
       expect(large.counts["readHistory"]).toBeUndefined();
       // How often the worker leases and loads the session depends on timing (a notification that
-      // comes during a drive); what the turn reads does not depend on the history.
-      expect(large.counts["readInbox"]?.items).toBe(1);
-      expect(small.counts["readInbox"]?.items).toBe(1);
+      // comes during a drive); what the turn reads does not depend on the history. Its message is
+      // read once, or not at all when the drive that kept the lease takes it from its notice.
+      expect(large.counts["readInbox"]?.items ?? 0).toBeLessThanOrEqual(1);
+      expect(small.counts["readInbox"]?.items ?? 0).toBeLessThanOrEqual(1);
       // The follower reads each event at most once (the store's notices carry most of them).
       expect(large.counts["readEvents"]?.items ?? 0).toBeLessThanOrEqual(large.events.length);
       expect(small.counts["readEvents"]?.items ?? 0).toBeLessThanOrEqual(small.events.length);

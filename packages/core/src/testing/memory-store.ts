@@ -174,8 +174,18 @@ export class MemoryStore implements SessionStore {
       if (existing) return { seq: existing.seq, duplicate: true };
     }
     const seq = (record.inbox.at(-1)?.seq ?? 0) + 1;
-    record.inbox.push({ seq, dedupeKey, entry: JSON.stringify(entry) });
-    this.notify({ kind: "inbox", sessionId });
+    const stored = JSON.stringify(entry);
+    record.inbox.push({ seq, dedupeKey, entry: stored });
+    // The notice carries the entry (as readInbox reads it), built when a listener asks for it.
+    let entries: InboxItem[] | undefined;
+    this.notify({
+      kind: "inbox",
+      sessionId,
+      get entries(): InboxItem[] {
+        entries ??= [{ ...(JSON.parse(stored) as InboxEntry), seq }];
+        return entries;
+      },
+    });
     this.notify({ kind: "work" });
     return { seq, duplicate: false };
   }
