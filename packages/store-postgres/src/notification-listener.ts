@@ -1,5 +1,5 @@
 import pg, { type Notification, type Pool, type PoolClient } from "pg";
-import type { SessionEvent } from "@durable-agents/core";
+import type { InboxEntry, SessionEvent } from "@durable-agents/core";
 import type { StoreNotification } from "@durable-agents/core/engine";
 
 /** The `application_name` of the store's LISTEN connections. */
@@ -18,11 +18,13 @@ interface CarriedBatch {
 /**
  * Turns a NOTIFY payload of this store into a notification; null for anything else. A `batch:`
  * payload carries the commit's events (see the commit statement), which followers then use instead
- * of reading them.
+ * of reading them; an `entry:` payload carries an enqueued inbox entry (see the enqueue statement),
+ * which the drive of its session takes instead of reading the inbox.
  */
 export function parsePayload(payload: string | undefined): StoreNotification | null {
   if (payload === "work") return { kind: "work" };
   if (payload?.startsWith("batch:")) return batchNotice(payload);
+  if (payload?.startsWith("entry:")) return entryNotice(payload);
   const colon = payload?.indexOf(":") ?? -1;
   if (payload === undefined || colon < 0) return null;
   const kind = payload.slice(0, colon);
@@ -45,6 +47,27 @@ function batchNotice(payload: string): StoreNotification | null {
   const time = typeof batch.a === "string" ? (parseTimestamptz(batch.a) as unknown) : null;
   if (!(time instanceof Date) || Number.isNaN(time.getTime())) return { kind: "events", sessionId: batch.s };
   return { kind: "events", sessionId: batch.s, events: batchEvents(batch.l, time.toISOString(), batch.e) };
+}
+
+/** The inbox entry an enqueue's notice carries: session, the entry's seq, the entry as enqueued. */
+interface CarriedEntry {
+  readonly s: string;
+  readonly q: number;
+  readonly e: InboxEntry;
+}
+
+function entryNotice(payload: string): StoreNotification | null {
+  let carried: CarriedEntry;
+  try {
+    carried = JSON.parse(payload.slice("entry:".length)) as CarriedEntry;
+  } catch {
+    return null;
+  }
+  if (typeof carried?.s !== "string") return null;
+  // An entry that is not what an enqueue writes makes the notice name the session only (the drive reads).
+  if (!Number.isSafeInteger(carried.q) || carried.q < 1 || typeof carried.e !== "object" || carried.e === null)
+    return { kind: "inbox", sessionId: carried.s };
+  return { kind: "inbox", sessionId: carried.s, entries: [{ seq: carried.q, ...carried.e }] };
 }
 
 /**

@@ -242,21 +242,28 @@ SELECT * FROM (
 ) oldest ORDER BY random() LIMIT 1`,
 
     // $1 id, $2 entry, $3 dedupe key or null
+    // The inbox notice carries the entry when it fits ('entry:' and a JSON object: s the session, q
+    // the entry's seq, e the entry), so the drive that holds the session takes it without reading.
+    // 'work' only for a session no live lease holds: a held one's holder hears the inbox notice, and
+    // no other worker can take it.
     enqueue: `
 WITH existing AS (
   SELECT seq FROM ${s}.inbox WHERE session_id = $1 AND dedupe_key = $3
 ), bumped AS (
   UPDATE ${s}.sessions SET last_inbox_seq = last_inbox_seq + 1
   WHERE session_id = $1 AND NOT EXISTS (SELECT 1 FROM existing)
-  RETURNING session_id, last_inbox_seq
+  RETURNING session_id, last_inbox_seq, (lease_owner IS NOT NULL AND lease_expires_at > now()) AS leased
 ), inserted AS (
   INSERT INTO ${s}.inbox (session_id, seq, dedupe_key, entry)
   SELECT b.session_id, b.last_inbox_seq, $3, $2::json FROM bumped b
   RETURNING seq
+), carried AS (
+  SELECT 'entry:' || json_build_object('s', $1::text, 'q', i.seq, 'e', $2::json)::text AS payload FROM inserted i
 ), notes AS (
-  SELECT pg_notify('${channel}', 'inbox:' || $1) FROM inserted
+  SELECT pg_notify('${channel}', CASE WHEN octet_length(c.payload) <= ${MAX_CARRIED_PAYLOAD} THEN c.payload ELSE 'inbox:' || $1 END)
+  FROM carried c
   UNION ALL
-  SELECT pg_notify('${channel}', 'work') FROM inserted
+  SELECT pg_notify('${channel}', 'work') FROM inserted, bumped b WHERE NOT b.leased
 )
 SELECT (SELECT seq FROM inserted) AS seq, (SELECT seq FROM existing) AS existing_seq,
   (SELECT count(*) FROM notes) AS notes`,

@@ -100,3 +100,42 @@ describe("inbox", () => {
     }
   });
 });
+
+describe("inbox notices and a worker", () => {
+  it("drives each message of a session it holds from the message's notice, with no inbox read", async () => {
+    const { defineSession, SessionClient, Worker } = await import("@durable-agents/core");
+    const { ScriptedRunner } = await import("@durable-agents/core/testing");
+    // The worker's own store counts its inbox reads; the client's checks read through another one.
+    const workerStore = db.store();
+    let reads = 0;
+    const readInbox = workerStore.readInbox.bind(workerStore);
+    workerStore.readInbox = (...args) => {
+      reads += 1;
+      return readInbox(...args);
+    };
+    const agent = newId("carry");
+    const definition = defineSession({ name: agent, runner: new ScriptedRunner({ tools: [] }) });
+    const worker = new Worker({
+      store: workerStore,
+      sessions: [definition],
+      lingerMs: 20_000,
+      leaseTtlMs: 60_000,
+      pollIntervalMs: 30_000,
+    }).start();
+    try {
+      const client = new SessionClient({ store: db.store() });
+      const { sessionId } = await client.startSession({ agent, message: "say one" });
+      await client.waitUntilIdle(sessionId);
+      const before = reads;
+      for (const text of ["say two", "say three", "say four"]) {
+        await client.sendMessage(sessionId, text);
+        await client.waitUntilIdle(sessionId);
+      }
+      expect(reads - before).toBe(0);
+      const user = (await client.snapshot(sessionId)).messages.filter((item) => item.role === "user");
+      expect(user.map((item) => item.text)).toEqual(["say one", "say two", "say three", "say four"]);
+    } finally {
+      await worker.stop();
+    }
+  });
+});

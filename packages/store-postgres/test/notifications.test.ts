@@ -108,8 +108,81 @@ describe("subscribe", () => {
     unsubscribe();
     await writer.enqueue(id, { kind: "message", text: "after", messageId: null }, null);
     await sentinel(writer, watch.waitFor);
-    expect(watch.seen).toContainEqual({ kind: "inbox", sessionId: id });
+    expect(watch.seen).toContainEqual({
+      kind: "inbox",
+      sessionId: id,
+      entries: [{ seq: 2, kind: "message", text: "after", messageId: null }],
+    });
     expect(seen).toEqual([]);
+  });
+
+  it("carries an enqueued entry in its notice, as readInbox reads it; an entry too long names the session only", async () => {
+    const writer = db.store();
+    const reader = db.store();
+    const { seen, listener, waitFor } = recorder();
+    reader.subscribe(listener);
+    await reader.listening();
+    const id = newId();
+    await writer.createSession({ head: head(id), events: [created()] });
+    const ofSession = (n: StoreNotification) => n.kind === "inbox" && n.sessionId === id;
+    const odd = 'quote " backslash \\ newline \n ünïcode ✓';
+    const entries = [
+      { kind: "message", text: odd, messageId: "m-1" },
+      { kind: "resolution", interruptId: "i-1", approved: false, message: "no" },
+      { kind: "cancel", turnId: "turn-1", reason: null, requestId: null },
+    ] as const;
+    for (const [i, entry] of entries.entries()) {
+      seen.length = 0;
+      await writer.enqueue(id, entry, null);
+      await waitFor(ofSession);
+      const notice = seen.find(ofSession) as Extract<StoreNotification, { kind: "inbox" }>;
+      expect(notice.entries).toEqual(await writer.readInbox(id, i));
+      expect(notice.entries!.map((e) => e.seq)).toEqual([i + 1]);
+    }
+    // A duplicate writes nothing and carries nothing.
+    seen.length = 0;
+    expect((await writer.enqueue(id, { kind: "message", text: "once", messageId: null }, "k")).duplicate).toBe(false);
+    expect((await writer.enqueue(id, { kind: "message", text: "once", messageId: null }, "k")).duplicate).toBe(true);
+    await sentinel(writer, waitFor);
+    expect(seen.filter(ofSession)).toHaveLength(1);
+    // An entry whose notice would pass PostgreSQL's 8000-byte limit: the notice names the session.
+    seen.length = 0;
+    await writer.enqueue(id, { kind: "message", text: "x".repeat(8000), messageId: null }, null);
+    await waitFor(ofSession);
+    expect(seen.filter(ofSession)).toEqual([{ kind: "inbox", sessionId: id }]);
+    expect((await writer.readInbox(id, 4)).map((e) => e.seq)).toEqual([5]);
+  });
+
+  it("says work after an enqueue only for a session no live lease holds", async () => {
+    const writer = db.store();
+    const reader = db.store();
+    const { seen, listener, waitFor } = recorder();
+    reader.subscribe(listener);
+    await reader.listening();
+    const id = newId();
+    await writer.createSession({ head: head(id), events: [created()] });
+    await db.pool.query("UPDATE durable_agents.sessions SET agent = $1 WHERE session_id = $1", [id]);
+    const message = (text: string) => ({ kind: "message", text, messageId: null }) as const;
+
+    // Nobody holds it: a worker may take it.
+    seen.length = 0;
+    await writer.enqueue(id, message("free"), null);
+    await waitFor((n) => n.kind === "work");
+
+    // Held: its holder hears the inbox notice; no other worker could take it.
+    const lease = (await writer.acquireLease({ workerId: "w", ttlMs: 600, agents: [id] }))!;
+    seen.length = 0;
+    await writer.enqueue(id, message("held"), null);
+    await sentinel(writer, waitFor);
+    expect(seen.filter((n) => n.kind === "inbox" && n.sessionId === id)).toHaveLength(1);
+    expect(seen.filter((n) => n.kind === "work")).toEqual([]);
+
+    // Its lease expired: work again.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, lease.expiresAt - Date.now()) + 50));
+    seen.length = 0;
+    await writer.enqueue(id, message("expired"), null);
+    await waitFor((n) => n.kind === "work");
+    expect((await writer.readInbox(id, 0)).map((e) => e.seq)).toEqual([1, 2, 3]);
   });
 
   it("carries a commit's events in its notice, as readEvents reads them; a batch too long names the session only", async () => {
@@ -177,6 +250,29 @@ describe("subscribe", () => {
     await writer.commit({ sessionId: id, fence: lease.fence, expectedVersion: 1, events: [delta("last")] });
     await following;
     expect(followed).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+
+  it("reads an entry notice it can read; one it cannot names the session only, or is ignored", async () => {
+    const { parsePayload } = await import("../src/notification-listener.js");
+    expect(parsePayload("entry:{not json")).toBeNull();
+    expect(parsePayload('entry:{"s" : 5, "q" : 1, "e" : {}}')).toBeNull();
+    expect(parsePayload('entry:{"s" : "a", "q" : 1.5, "e" : {"kind" : "message"}}')).toEqual({
+      kind: "inbox",
+      sessionId: "a",
+    });
+    expect(parsePayload('entry:{"s" : "a", "q" : 0, "e" : {"kind" : "message"}}')).toEqual({
+      kind: "inbox",
+      sessionId: "a",
+    });
+    expect(parsePayload('entry:{"s" : "a", "q" : 2, "e" : null}')).toEqual({ kind: "inbox", sessionId: "a" });
+    expect(parsePayload("inbox:a:b")).toEqual({ kind: "inbox", sessionId: "a:b" });
+    expect(
+      parsePayload('entry:{"s" : "a:b", "q" : 3, "e" : {"kind" : "message", "text" : "hi", "messageId" : null}}'),
+    ).toEqual({
+      kind: "inbox",
+      sessionId: "a:b",
+      entries: [{ seq: 3, kind: "message", text: "hi", messageId: null }],
+    });
   });
 
   it("ignores a batch notice it cannot read", async () => {
