@@ -23,8 +23,8 @@ interface CarriedBatch {
  */
 export function parsePayload(payload: string | undefined): StoreNotification | null {
   if (payload === "work") return { kind: "work" };
-  if (payload?.startsWith("batch:")) return batchNotice(payload);
-  if (payload?.startsWith("entry:")) return entryNotice(payload);
+  if (payload?.startsWith("batch:")) return batchNotice(carried(payload));
+  if (payload?.startsWith("entry:")) return entryNotice(carried(payload));
   const colon = payload?.indexOf(":") ?? -1;
   if (payload === undefined || colon < 0) return null;
   const kind = payload.slice(0, colon);
@@ -33,13 +33,17 @@ export function parsePayload(payload: string | undefined): StoreNotification | n
   return null;
 }
 
-function batchNotice(payload: string): StoreNotification | null {
-  let batch: CarriedBatch;
+/** The JSON after a carrying payload's prefix (`batch:`, `entry:`); null when it is not JSON. */
+function carried(payload: string): unknown {
   try {
-    batch = JSON.parse(payload.slice("batch:".length)) as CarriedBatch;
+    return JSON.parse(payload.slice(payload.indexOf(":") + 1));
   } catch {
     return null;
   }
+}
+
+function batchNotice(json: unknown): StoreNotification | null {
+  const batch = json as CarriedBatch | null;
   if (typeof batch?.s !== "string" || !Number.isInteger(batch.l) || !Array.isArray(batch.e)) return null;
   // The batch row's time, written in UTC in PostgreSQL's ISO form whatever the writer's DateStyle and
   // TimeZone, read through pg's timestamptz parser as readEvents reads the column; a time it cannot
@@ -56,18 +60,13 @@ interface CarriedEntry {
   readonly e: InboxEntry;
 }
 
-function entryNotice(payload: string): StoreNotification | null {
-  let carried: CarriedEntry;
-  try {
-    carried = JSON.parse(payload.slice("entry:".length)) as CarriedEntry;
-  } catch {
-    return null;
-  }
-  if (typeof carried?.s !== "string") return null;
+function entryNotice(json: unknown): StoreNotification | null {
+  const entry = json as CarriedEntry | null;
+  if (typeof entry?.s !== "string") return null;
   // An entry that is not what an enqueue writes makes the notice name the session only (the drive reads).
-  if (!Number.isSafeInteger(carried.q) || carried.q < 1 || typeof carried.e !== "object" || carried.e === null)
-    return { kind: "inbox", sessionId: carried.s };
-  return { kind: "inbox", sessionId: carried.s, entries: [{ seq: carried.q, ...carried.e }] };
+  if (!Number.isSafeInteger(entry.q) || entry.q < 1 || typeof entry.e !== "object" || entry.e === null)
+    return { kind: "inbox", sessionId: entry.s };
+  return { kind: "inbox", sessionId: entry.s, entries: [{ seq: entry.q, ...entry.e }] };
 }
 
 /**

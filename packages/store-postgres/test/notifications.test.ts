@@ -51,6 +51,24 @@ async function sentinel(
   return id;
 }
 
+/**
+ * A writer, a reader subscribed to its notices (another store, as another process has) and a new
+ * session the writer created. `leasable`: the session's agent is its ID, so a lease request for
+ * agents `[id]` takes it and no other test's.
+ */
+async function watchedSession(options: { leasable?: boolean } = {}) {
+  const writer = db.store();
+  const reader = db.store();
+  const watch = recorder();
+  reader.subscribe(watch.listener);
+  await reader.listening();
+  const id = newId();
+  await writer.createSession({ head: head(id), events: [created()] });
+  if (options.leasable)
+    await db.pool.query("UPDATE durable_agents.sessions SET agent = $1 WHERE session_id = $1", [id]);
+  return { writer, reader, id, ...watch };
+}
+
 /** The notifications in `seen` other than the sentinel's. */
 const besides = (seen: StoreNotification[], sentinelId: string) =>
   seen.filter((n) => !(n.kind === "events" && n.sessionId === sentinelId));
@@ -117,13 +135,7 @@ describe("subscribe", () => {
   });
 
   it("carries an enqueued entry in its notice, as readInbox reads it; an entry too long names the session only", async () => {
-    const writer = db.store();
-    const reader = db.store();
-    const { seen, listener, waitFor } = recorder();
-    reader.subscribe(listener);
-    await reader.listening();
-    const id = newId();
-    await writer.createSession({ head: head(id), events: [created()] });
+    const { writer, id, seen, waitFor } = await watchedSession();
     const ofSession = (n: StoreNotification) => n.kind === "inbox" && n.sessionId === id;
     const odd = 'quote " backslash \\ newline \n ünïcode ✓';
     const entries = [
@@ -154,14 +166,7 @@ describe("subscribe", () => {
   });
 
   it("says work after an enqueue only for a session no live lease holds", async () => {
-    const writer = db.store();
-    const reader = db.store();
-    const { seen, listener, waitFor } = recorder();
-    reader.subscribe(listener);
-    await reader.listening();
-    const id = newId();
-    await writer.createSession({ head: head(id), events: [created()] });
-    await db.pool.query("UPDATE durable_agents.sessions SET agent = $1 WHERE session_id = $1", [id]);
+    const { writer, id, seen, waitFor } = await watchedSession({ leasable: true });
     const message = (text: string) => ({ kind: "message", text, messageId: null }) as const;
 
     // Nobody holds it: a worker may take it.
@@ -186,14 +191,7 @@ describe("subscribe", () => {
   });
 
   it("carries a commit's events in its notice, as readEvents reads them; a batch too long names the session only", async () => {
-    const writer = db.store();
-    const reader = db.store();
-    const { seen, listener, waitFor } = recorder();
-    reader.subscribe(listener);
-    await reader.listening();
-    const id = newId();
-    await writer.createSession({ head: head(id), events: [created()] });
-    await db.pool.query("UPDATE durable_agents.sessions SET agent = $1 WHERE session_id = $1", [id]);
+    const { writer, reader, id, seen, waitFor } = await watchedSession({ leasable: true });
     await writer.enqueue(id, { kind: "message", text: "hi", messageId: null }, null);
     const lease = (await writer.acquireLease({ workerId: "w", ttlMs: 10_000, agents: [id] }))!;
     await waitFor((n) => n.kind === "events" && n.sessionId === id);
