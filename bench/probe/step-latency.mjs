@@ -1,7 +1,8 @@
 // Probe: the peers row's session turn on store-postgres (ScriptedRunner: model, tool, model, tool,
 // model; a follower as the peers row has), 60 turns: each store call's median latency (at the store
 // and at pool.query), and each step's median time by its position in the turn. ASYNC=1 runs every
-// connection with synchronous_commit = off, to see what the WAL flush costs a commit.
+// connection with synchronous_commit = off, to see what the WAL flush costs a commit. The pool.query
+// lines count every named statement per turn (the worker's findWork and the bench's reads included).
 // usage: node probe/step-latency.mjs
 import { defineSession, SessionClient, Worker } from "@durable-agents/core";
 import { migrate, PostgresStore } from "@durable-agents/store-postgres";
@@ -86,7 +87,14 @@ const med = (v) => {
 for (const [m, v] of lat)
   console.log(m.padEnd(26), "n/turn", (v.length / 60).toFixed(2), "median ms", med(v).toFixed(3));
 for (const [m, v] of qlat)
-  console.log("  pool.query", m.replace("durable_agents_probe_", "").padEnd(26), "median ms", med(v).toFixed(3));
+  console.log(
+    "  pool.query",
+    m.replace("durable_agents_probe_", "").padEnd(26),
+    "n/turn",
+    (v.length / 60).toFixed(2),
+    "median ms",
+    med(v).toFixed(3),
+  );
 for (let p = 0; p < 5; p++)
   console.log("step", p + 1, "median ms", med(stepTimes.filter(([i]) => i === p).map(([, t]) => t)).toFixed(3));
 console.log("all steps median", med(stepTimes.map(([, t]) => t)).toFixed(3));
