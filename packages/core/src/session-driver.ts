@@ -337,8 +337,7 @@ class SessionDriver {
         if (left <= 0 || stopping || this.options.lingerSignal?.aborted) return "lapsed";
         // A timeout before the end reads the inbox again, in case a notification was lost.
         if (!this.inboxDirty && !(await this.sleep(Math.min(left, this.options.pollIntervalMs ?? 1000)))) {
-          this.inboxDirty = until > Date.now();
-          this.inboxUnread = true;
+          if (until > Date.now()) this.inboxMustBeRead();
         }
         continue;
       }
@@ -348,8 +347,7 @@ class SessionDriver {
           // Nothing runs and nothing falls due; a message or decision that arrived meanwhile keeps us going.
           const inbox = await this.store.readInbox(this.sessionId, this.head.inboxCursor);
           if (inbox.length === 0) return "idle";
-          this.inboxDirty = true;
-          this.inboxUnread = true;
+          this.inboxMustBeRead();
           continue;
         }
       }
@@ -360,11 +358,14 @@ class SessionDriver {
       if (!stopping && untilDue <= 0) continue;
       const timeout = Math.min(this.options.pollIntervalMs ?? 1000, untilDue > 0 ? untilDue : Infinity);
       // Woken by a finished step or an inbox notification; a timeout re-reads the inbox in case one was lost.
-      if (!(await this.sleep(timeout))) {
-        this.inboxDirty = true;
-        this.inboxUnread = true;
-      }
+      if (!(await this.sleep(timeout))) this.inboxMustBeRead();
     }
+  }
+
+  /** The inbox may hold entries no notice brought: the loop reads it. */
+  private inboxMustBeRead(): void {
+    this.inboxDirty = true;
+    this.inboxUnread = true;
   }
 
   /**

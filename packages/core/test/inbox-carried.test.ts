@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { defineSession, type InboxItem, SessionClient, Worker } from "../src/index.js";
 import type { StoreNotification } from "../src/engine.js";
 import { MemoryStore, memoryRawReader, ScriptedRunner } from "../src/testing/index.js";
+import { until } from "./support/until.js";
 
 /** "own": the memory store's notices as they are (they carry their entry); "none": bare notices; "gap": every odd entry's notice lost. */
 type Carry = "own" | "none" | "gap";
@@ -30,14 +31,6 @@ class InboxCountingStore extends MemoryStore {
     });
   }
 }
-
-const until = async (check: () => Promise<boolean>, timeoutMs = 5_000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-};
 
 /** Four messages: the first starts the session, the second comes alone, the last two back to back. */
 async function fourMessages(carry: Carry) {

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigurationError, defineSession, SessionClient, Worker } from "../src/index.js";
 import { crashWorker, MemoryStore, memoryRawReader, ScriptedRunner, workerDrives } from "../src/testing/index.js";
+import { until } from "./support/until.js";
 
 /** A memory store that counts what the worker asks of it around leases. */
 class CountingStore extends MemoryStore {
@@ -49,14 +50,6 @@ const definition = defineSession({
   }),
   policies: { look_up: { effect: "read" } },
 });
-
-const until = async (check: () => boolean | Promise<boolean>, timeoutMs = 5_000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-};
 
 function setup(options: { lingerMs?: number; leaseTtlMs?: number; pollIntervalMs?: number; concurrency?: number }) {
   const store = new CountingStore();

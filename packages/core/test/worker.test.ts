@@ -11,6 +11,7 @@ import {
 } from "../src/index.js";
 import { newSessionHead } from "../src/engine.js";
 import { crashWorker, MemoryStore, memoryRawReader, ScriptedRunner, workerDrives } from "../src/testing/index.js";
+import { until } from "./support/until.js";
 
 function gatedTool() {
   let running = 0;
@@ -55,14 +56,6 @@ class CountingStore extends MemoryStore {
 const polledAgain = async (store: CountingStore, polls: number) => {
   const target = store.leaseRequests + polls;
   await until(() => store.leaseRequests >= target);
-};
-
-const until = async (check: () => boolean) => {
-  const deadline = Date.now() + 5_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 };
 
 /** A worker polling every 5 ms with a long lease, its store counting lease requests, and the errors it reports. */
