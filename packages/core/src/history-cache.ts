@@ -49,6 +49,14 @@ export class HistoryCache {
     return history;
   }
 
+  /** Drops the session's history (its array may hold items no commit stored). */
+  forget(sessionId: string): void {
+    const old = this.entries.get(sessionId);
+    if (!old) return;
+    this.entries.delete(sessionId);
+    this.items -= old.counted;
+  }
+
   private remember(sessionId: string, history: HistoryItem[]): void {
     const old = this.entries.get(sessionId);
     if (old) this.items -= old.counted;

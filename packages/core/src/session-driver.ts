@@ -87,6 +87,16 @@ export interface DriveOptions {
    * whose claim is refused (another worker's came first) ends `lost`, having written nothing.
    */
   readonly claim?: boolean;
+  /**
+   * The commit that starts a turn under a lease the drive holds already (not `claim`) and launches
+   * nothing but the turn's first model call may wait this many milliseconds to go with the turn's next
+   * commit (the model's result, a batch of its deltas, a cancellation), the model call running
+   * meanwhile: a turn whose first model call answers in time makes one commit fewer. After that time
+   * it goes alone, while the call runs. What it costs: a crash in that time loses the turn's start
+   * (the message is applied again from the inbox, and that model attempt is not counted). Default 0:
+   * the start is committed before the call.
+   */
+  readonly turnStartHoldMs?: number;
 }
 
 /**
@@ -96,6 +106,9 @@ export interface DriveOptions {
  * expires by itself then (the caller may release it sooner).
  */
 export type DriveEnd = "idle" | "released" | "lapsed" | "stopped" | "lost" | "missing" | "unserved";
+
+/** A turn's start is held (`turnStartHoldMs`) only while the lease has this much time left past the hold. */
+const HOLD_LEASE_MARGIN_MS = 100;
 
 export async function driveSession(options: DriveOptions): Promise<DriveEnd> {
   return new SessionDriver(options).run();
@@ -146,6 +159,21 @@ class SessionDriver {
   /** While the drive waits under a kept lease (`lingerMs`): until when (this process's clock) it takes a new entry. */
   private lingerUntil: number | null = null;
   private lost = false;
+  /**
+   * A turn's start not committed yet (`turnStartHoldMs`): the next commit of the drive takes it (its
+   * head, if it brings none, its history before its own, its events first), or its timer sends it alone.
+   */
+  private held: {
+    readonly head: SessionHead;
+    readonly runnable: boolean;
+    readonly appendHistory: readonly HistoryItem[];
+    readonly events: readonly EventBody[];
+    readonly timer: ReturnType<typeof setTimeout>;
+  } | null = null;
+  /** The history in memory holds items of a held start that no commit stored yet. */
+  private historyAhead = false;
+  /** When the lease expires (epoch ms), as the last commit that extended it said. */
+  private leaseExpiresAt: number;
   /** The first unexpected error of a launched step or a commit: the drive ends by throwing it. */
   private failure: { readonly error: unknown } | null = null;
   /** One signal per turn with steps in flight: aborted once the turn is cancelled or ended. */
@@ -161,6 +189,7 @@ class SessionDriver {
     this.sessionId = options.lease.sessionId;
     this.config = machineConfig(options.definition);
     this.claimPending = options.claim === true;
+    this.leaseExpiresAt = options.lease.expiresAt;
     if (this.claimPending && options.leaseTtlMs === undefined) {
       throw new ConfigurationError("a drive that claims its lease needs leaseTtlMs");
     }
@@ -198,6 +227,10 @@ class SessionDriver {
       throw error;
     } finally {
       unsubscribe();
+      if (this.held) clearTimeout(this.held.timer);
+      this.held = null;
+      // A held start that no commit stored: the cached history must not keep its items.
+      if (this.historyAhead) this.options.historyCache?.forget(this.sessionId);
       this.options.signal.removeEventListener("abort", onAbort);
       this.options.lingerSignal?.removeEventListener("abort", onAbort);
       if (this.lingerUntil !== null) this.options.onLinger?.(false);
@@ -414,7 +447,9 @@ class SessionDriver {
     // Or keeps it for a while, for the session's next entry (`lingerMs`).
     const lingerMs = this.options.lingerMs ?? 0;
     const linger = release && lingerMs > 0 && this.options.lingerSignal?.aborted !== true;
-    if (t.changed || deltas.length > 0 || pin || this.pendingDeltas.length > 0) {
+    if (this.mayHold(t, pin !== null || deltas.length > 0)) {
+      this.hold(t);
+    } else if (t.changed || deltas.length > 0 || pin || this.pendingDeltas.length > 0) {
       await this.serialized(async () => {
         const result = await this.commit({
           sessionId: this.sessionId,
@@ -445,6 +480,59 @@ class SessionDriver {
       else if (step.kind === "ReconcileCall") this.launchReconcile(step);
       else this.launchTool(step);
     }
+  }
+
+  /**
+   * Whether the transition's commit may wait for the turn's next one (`turnStartHoldMs`): it starts a
+   * turn and launches nothing but its first model call, under a lease the drive holds (not a claim)
+   * with time to spare, nothing else of the drive is waiting to be committed, and the history is in
+   * memory (the model call reads it, the held user item included, without the store).
+   */
+  private mayHold(t: { head: SessionHead; due: { steps: readonly DueStep[] } }, more: boolean): boolean {
+    const holdMs = this.options.turnStartHoldMs ?? 0;
+    const step = t.due.steps.length === 1 ? t.due.steps[0]! : null;
+    return (
+      holdMs > 0 &&
+      !more &&
+      step?.kind === "RunModel" &&
+      step.modelStep === 1 &&
+      step.attempt === 1 &&
+      step.turnId !== this.head.turn?.turnId &&
+      !this.claimPending &&
+      this.held === null &&
+      this.history !== null &&
+      this.commitsInFlight === 0 &&
+      this.pendingDeltas.length === 0 &&
+      this.leaseExpiresAt - Date.now() > holdMs + HOLD_LEASE_MARGIN_MS
+    );
+  }
+
+  /** Keeps the turn's start for the drive's next commit; its timer sends it alone once `turnStartHoldMs` passed. */
+  private hold(t: { head: SessionHead; appendHistory: readonly HistoryItem[]; events: readonly EventBody[] }): void {
+    const timer = setTimeout(() => this.flushHeld(), this.options.turnStartHoldMs);
+    this.held = { head: t.head, runnable: isRunnable(t.head), appendHistory: t.appendHistory, events: t.events, timer };
+    if (t.appendHistory.length > 0) {
+      this.history!.push(...t.appendHistory);
+      this.historyAhead = true;
+    }
+    // A turn started under a kept lease ends the wait, as its commit would.
+    this.lingering(null);
+  }
+
+  /** The held start, committed alone (none when another commit took it first). */
+  private flushHeld(): void {
+    void this.serialized(async () => {
+      if (!this.held) return;
+      this.extended(
+        await this.commit({
+          sessionId: this.sessionId,
+          fence: this.options.lease.fence,
+          expectedVersion: this.version,
+          events: [],
+          ...this.extension(),
+        }),
+      );
+    }).catch(() => undefined); // the chain records a lost lease or a failure
   }
 
   /** The signal of a step of this turn: aborted when the turn is cancelled or ended, or the lease is lost. */
@@ -520,15 +608,42 @@ class SessionDriver {
     }).catch(() => undefined); // the chain records a lost lease or a failure
   }
 
-  /** Commits, taking the lease in the commit while the drive's claim is pending (a released lease is taken and released). */
+  /**
+   * Commits, taking the lease in the commit while the drive's claim is pending (a released lease is
+   * taken and released), and a held turn start with it: its head when the commit brings none, its
+   * history before the commit's, its events first.
+   */
   private async commit(commit: Commit): Promise<CommitResult> {
-    if (!this.claimPending) return this.store.commit(commit);
-    const result = await this.store.commit({
-      ...commit,
-      claim: { workerId: this.options.lease.workerId },
-      leaseTtlMs: commit.leaseTtlMs ?? this.options.leaseTtlMs!,
-    });
-    this.claimPending = false;
+    const held = this.held;
+    if (held) {
+      clearTimeout(held.timer);
+      this.held = null;
+      commit = {
+        ...commit,
+        head: commit.head ?? held.head,
+        runnable: commit.head ? commit.runnable : held.runnable,
+        appendHistory: [...held.appendHistory, ...(commit.appendHistory ?? [])],
+        events: [...held.events, ...commit.events],
+      };
+    }
+    let result: CommitResult;
+    if (!this.claimPending) result = await this.store.commit(commit);
+    else {
+      result = await this.store.commit({
+        ...commit,
+        claim: { workerId: this.options.lease.workerId },
+        leaseTtlMs: commit.leaseTtlMs ?? this.options.leaseTtlMs!,
+      });
+      this.claimPending = false;
+    }
+    if (held) {
+      this.historyAhead = false;
+      // A commit of events only that took the held start stored its head: the version moved.
+      if (commit.head === held.head) {
+        this.version = result.version;
+        this.options.headCache?.remember(this.sessionId, held.head, result.version);
+      }
+    }
     return result;
   }
 
@@ -546,7 +661,9 @@ class SessionDriver {
 
   /** Tells the caller the lease's new expiry when the store extended it. */
   private extended(result: CommitResult): void {
-    if (result.leaseExpiresAt !== undefined) this.options.onLeaseExtended?.(result.leaseExpiresAt);
+    if (result.leaseExpiresAt === undefined) return;
+    this.leaseExpiresAt = result.leaseExpiresAt;
+    this.options.onLeaseExtended?.(result.leaseExpiresAt);
   }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {

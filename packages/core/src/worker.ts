@@ -30,6 +30,18 @@ export interface WorkerOptions {
    * at most this long. 0 releases the lease in the turn's last commit. Default 1000.
    */
   readonly lingerMs?: number;
+  /**
+   * How long the commit that starts a turn under a lease the worker holds already (a message to a
+   * session whose lease it kept, see `lingerMs`) may wait, in milliseconds, to go with the turn's next
+   * commit while the turn's first model call runs: a model call that answers in time (or streams its
+   * first deltas) takes the turn's start into its own commit, one commit fewer per turn. Else the start
+   * is committed alone once this time passed, the call still running. The cost: a worker that dies
+   * within this time of a turn's start loses that start (the message is taken again from the inbox by
+   * the next worker, which commits the start before its call), so that first model call is not counted
+   * among the model step's attempts. A session taken with a new lease commits its start before the
+   * call, whatever this says. 0 commits every start before the call. Default 20.
+   */
+  readonly turnStartHoldMs?: number;
   /** Fallback poll for work when no notification arrives. Default 1 s. */
   readonly pollIntervalMs?: number;
   readonly coalescing?: CoalescerOptions;
@@ -107,6 +119,7 @@ export class Worker {
   private readonly concurrency: number;
   private readonly leaseTtlMs: number;
   private readonly lingerMs: number;
+  private readonly turnStartHoldMs: number;
   private readonly pollIntervalMs: number;
   private readonly held = new Map<string, Held>();
   /**
@@ -172,6 +185,13 @@ export class Worker {
     if (!Number.isFinite(this.lingerMs) || this.lingerMs < 0 || this.lingerMs > this.leaseTtlMs) {
       throw new ConfigurationError("invalid lingerMs", [
         `lingerMs is a number of milliseconds from 0 to leaseTtlMs (${this.leaseTtlMs})`,
+      ]);
+    }
+    this.turnStartHoldMs = options.turnStartHoldMs ?? 20;
+    const maxHold = Math.min(1_000, this.leaseTtlMs / 4);
+    if (!Number.isFinite(this.turnStartHoldMs) || this.turnStartHoldMs < 0 || this.turnStartHoldMs > maxHold) {
+      throw new ConfigurationError("invalid turnStartHoldMs", [
+        `turnStartHoldMs is a number of milliseconds from 0 to ${maxHold} (1000 at most, and a quarter of leaseTtlMs)`,
       ]);
     }
     this.leaseRequest = {
@@ -443,6 +463,7 @@ export class Worker {
         },
         ...(claim ? { claim: true } : {}),
         lingerMs: this.lingerMs,
+        turnStartHoldMs: this.turnStartHoldMs,
         lingerSignal: entry.linger.signal,
         onLinger: (lingering) => {
           entry.lingeringSince = lingering ? Date.now() : null;
