@@ -447,7 +447,7 @@ class SessionDriver {
     // Or keeps it for a while, for the session's next entry (`lingerMs`).
     const lingerMs = this.options.lingerMs ?? 0;
     const linger = release && lingerMs > 0 && this.options.lingerSignal?.aborted !== true;
-    if (this.mayHold(t, pin !== null || deltas.length > 0)) {
+    if (this.mayHold(t, inputs, pin !== null || deltas.length > 0)) {
       this.hold(t);
     } else if (t.changed || deltas.length > 0 || pin || this.pendingDeltas.length > 0) {
       await this.serialized(async () => {
@@ -483,17 +483,23 @@ class SessionDriver {
   }
 
   /**
-   * Whether the transition's commit may wait for the turn's next one (`turnStartHoldMs`): it starts a
-   * turn and launches nothing but its first model call, under a lease the drive holds (not a claim)
-   * with time to spare, nothing else of the drive is waiting to be committed, and the history is in
-   * memory (the model call reads it, the held user item included, without the store).
+   * Whether the transition's commit may wait for the turn's next one (`turnStartHoldMs`): it applies
+   * inbox entries and nothing else (no step's result: a crash loses only what the inbox still holds),
+   * starts a turn and launches nothing but its first model call, under a lease the drive holds (not a
+   * claim) with time to spare, nothing else of the drive is waiting to be committed, and the history
+   * is in memory (the model call reads it, the held user item included, without the store).
    */
-  private mayHold(t: { head: SessionHead; due: { steps: readonly DueStep[] } }, more: boolean): boolean {
+  private mayHold(
+    t: { head: SessionHead; due: { steps: readonly DueStep[] } },
+    inputs: readonly MachineInput[],
+    more: boolean,
+  ): boolean {
     const holdMs = this.options.turnStartHoldMs ?? 0;
     const step = t.due.steps.length === 1 ? t.due.steps[0]! : null;
     return (
       holdMs > 0 &&
       !more &&
+      inputs.every((input) => input.type === "inbox") &&
       step?.kind === "RunModel" &&
       step.modelStep === 1 &&
       step.attempt === 1 &&

@@ -62,8 +62,13 @@ function gatedRunner(onEnter: () => void = () => {}) {
 
 const TWO_CALLS = 'call look_up {"key":"a"}\nthen\ncall look_up {"key":"b"}';
 
-function setup(turnStartHoldMs: number, runner: Runner, store = new RecordingStore()) {
-  const definition = defineSession({ name: "echo", runner, policies: { look_up: { effect: "read" } } });
+function setup(turnStartHoldMs: number, runner: Runner, store = new RecordingStore(), modelAttempts = 3) {
+  const definition = defineSession({
+    name: "echo",
+    runner,
+    policies: { look_up: { effect: "read" } },
+    modelRetry: { maxAttempts: modelAttempts },
+  });
   const worker = new Worker({
     store,
     sessions: [definition],
@@ -164,6 +169,36 @@ describe("Worker turnStartHoldMs", () => {
     expect(done.turn?.finalText).toBe("Results: look_up -> value of a | look_up -> value of b");
     expect(store.applied.length).toBe(before + 6);
     await worker.stop();
+  });
+
+  it("never holds a commit that carries a step's result: a queued turn starts only once the turn before it is stored", async () => {
+    const seen: { types: string[] }[] = [];
+    const raws: { raw?: ReturnType<typeof memoryRawReader>; sessionId?: string } = {};
+    const gated = gatedRunner(() => {
+      // Read at the call's start (the memory reader answers from what is stored right then).
+      if (raws.raw && raws.sessionId)
+        void raws.raw.events(raws.sessionId).then((events) => seen.push({ types: events.map((e) => e.type) }));
+    });
+    const { worker, client, raw } = setup(1_000, gated.runner, new RecordingStore(), 1);
+    const { sessionId } = await client.startSession({ agent: "echo", message: TWO_CALLS });
+    await client.waitUntilIdle(sessionId);
+    Object.assign(raws, { raw, sessionId });
+    // Turn 2 waits in its model call, which then fails (one attempt: the turn fails, with no delta);
+    // turn 3's message is queued meanwhile, so turn 3 starts in the transition that applies that failure.
+    await client.sendMessage(sessionId, "slow\nfail model");
+    await until(() => gated.state.entered === 4);
+    await client.sendMessage(sessionId, "and then a plain answer");
+    await until(async () => (await raw.session(sessionId))!.inboxCursor >= 2);
+    gated.release();
+    const done = await client.waitUntilIdle(sessionId);
+    await worker.stop();
+    expect(done.turn?.number).toBe(3);
+    expect(done.turn?.phase).toBe("completed");
+    // Turn 2's failed call and turn 3's: when turn 3's began, turn 2's end was stored.
+    expect(gated.state.entered).toBe(5);
+    const atTurnThree = seen.at(-1)!.types;
+    expect(atTurnThree.filter((type) => type === "turn_failed").length).toBe(1);
+    expect(atTurnThree.filter((type) => type === "turn_started").length).toBe(3);
   });
 
   it("a worker that dies while the start is held: nothing of it was stored, and the next worker runs the turn once", async () => {
