@@ -24,8 +24,10 @@ const f = await runPeersPhase({
 for (const r of f.ratios) {
   const p = f.postgres.levels.find((l) => l.historyItems === r.historyItems);
   const d = f.dbos.levels.find((l) => l.historyItems === r.historyItems);
+  // The held-session row, where the build has it (since the turnStartHoldMs change).
+  const held = f.postgresHeld?.levels.find((l) => l.historyItems === r.historyItems);
   console.log(
-    `${tag} items ${r.historyItems}: pg ${p.step.median.toFixed(3)} dbos ${d.step.median.toFixed(3)} ratio ${(p.step.median / d.step.median).toFixed(2)} | pg txn ${p.writeTransactionsPerStep.toFixed(2)} wal ${p.walBytesPerStep.toFixed(0)} cpu ${p.cpuMsPerStep.process.toFixed(2)}+${p.cpuMsPerStep.postgres.toFixed(2)} outside ${p.outsideRunnerMsPerStep?.toFixed(3)} | dbos cpu ${d.cpuMsPerStep.process.toFixed(2)}+${d.cpuMsPerStep.postgres.toFixed(2)}`,
+    `${tag} items ${r.historyItems}: ${held ? `held ${held.step.median.toFixed(3)} ratio ${(held.step.median / d.step.median).toFixed(2)} txn ${held.writeTransactionsPerStep.toFixed(2)} wal ${held.walBytesPerStep.toFixed(0)} cpu ${held.cpuMsPerStep.process.toFixed(2)}+${held.cpuMsPerStep.postgres.toFixed(2)} | ` : ""}pg ${p.step.median.toFixed(3)} dbos ${d.step.median.toFixed(3)} ratio ${(p.step.median / d.step.median).toFixed(2)} | pg txn ${p.writeTransactionsPerStep.toFixed(2)} wal ${p.walBytesPerStep.toFixed(0)} cpu ${p.cpuMsPerStep.process.toFixed(2)}+${p.cpuMsPerStep.postgres.toFixed(2)} outside ${p.outsideRunnerMsPerStep?.toFixed(3)} | dbos cpu ${d.cpuMsPerStep.process.toFixed(2)}+${d.cpuMsPerStep.postgres.toFixed(2)}`,
   );
 }
 await pool.end();

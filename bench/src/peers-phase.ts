@@ -5,7 +5,14 @@
  *
  * - store-postgres: a session of core's `Worker` on `PostgresStore` (schema `bench_peers`), runner
  *   core's `ScriptedRunner`, the Restate row's turn (model, tool, model, tool, model: 5 steps).
- *   History items: the session's stored history.
+ *   History items: the session's stored history. Its worker keeps an idle session's lease for the
+ *   default `lingerMs` (1 s), so the round's session, filled earlier, is taken anew for its round
+ *   (`findWork`, the lease claimed in the turn's first commit).
+ * - store-postgres, held session: the same, on a second worker whose idle sessions keep their lease
+ *   until their round (`lingerMs` and `leaseTtlMs` of HELD_LEASE_MS): the round's message comes to a
+ *   session its worker holds, as a conversation's next message does within `lingerMs`, and as each
+ *   DBOS round comes to a running workflow. Its turn's start rides with the first model call's commit
+ *   (`turnStartHoldMs`, default).
  * - DBOS: one workflow (`DBOS.registerWorkflow`) whose steps are `DBOS.runStep` closures returning
  *   the payload sizes of the session's step results (step-payloads.ts), system database in schema
  *   `bench_dbos`. History items: the steps the workflow has already done; a round is its next 5.
@@ -39,7 +46,7 @@ import { STEP_PAYLOAD_BYTES, payloadText, stepPayloadBytes } from "./step-payloa
 import type { RestateFigures } from "./restate-phase.js";
 import { postgresCpuTicks } from "./throughput-phase.js";
 
-export type PeerName = "postgres" | "dbos" | "langgraph";
+export type PeerName = "postgres" | "postgresHeld" | "dbos" | "langgraph";
 
 export interface PeerLevel {
   /** The level: at least this many history items before the level's first round. */
@@ -90,6 +97,9 @@ export interface PeerRatioLevel {
   readonly dbosToFloor: number;
   readonly langGraphToFloor: number;
   readonly floorMedianMs: number;
+  /** The held session's median ms per step / DBOS's, and / the floor's median write. */
+  readonly postgresHeldToDbos: number;
+  readonly postgresHeldToFloor: number;
 }
 
 export interface PeersFigures {
@@ -99,6 +109,8 @@ export interface PeersFigures {
   /** The sizes the DBOS steps return and the LangGraph messages hold, in turn. */
   readonly stepPayloadBytes: readonly number[];
   readonly postgres: PeerRow;
+  /** store-postgres with the round's session held by its worker (the lease kept since its fill). */
+  readonly postgresHeld: PeerRow;
   readonly dbos: PeerRow;
   readonly langgraph: PeerRow;
   /** The single-row INSERT floor, every batch taken between the rounds. */
@@ -110,6 +122,9 @@ const STEPS = 5;
 /** History items one timed session turn adds: the message, two calls, their two results, the answer. */
 const SESSION_TURN_ITEMS = 6;
 const SESSION_AGENT = "peers";
+const HELD_AGENT = "peers-held";
+/** The held row's worker keeps idle sessions' leases this long (`lingerMs` and `leaseTtlMs`): past every level's rounds. */
+const HELD_LEASE_MS = 300_000;
 
 /** CPU ms of the server's processes between two readings (NaN when /proc does not show them). */
 function serverCpuMs(before: Map<number, number> | null, after: Map<number, number> | null): number {
@@ -205,7 +220,14 @@ export async function runPeersPhase(options: {
   const store = new PostgresStore({ pool, schema: "bench_peers" });
   const definition = defineSession({ name: SESSION_AGENT, runner, policies: { look_up: { effect: "read" } } });
   const worker = new Worker({ store, sessions: [definition] }).start();
-  const client = new SessionClient({ store, agents: [SESSION_AGENT] });
+  const heldDefinition = defineSession({ name: HELD_AGENT, runner, policies: { look_up: { effect: "read" } } });
+  const heldWorker = new Worker({
+    store,
+    sessions: [heldDefinition],
+    leaseTtlMs: HELD_LEASE_MS,
+    lingerMs: HELD_LEASE_MS,
+  }).start();
+  const client = new SessionClient({ store, agents: [SESSION_AGENT, HELD_AGENT] });
 
   // DBOS: one workflow per round, fed its steps from here: first the fill, then the timed round.
   const mailboxes = new Map<string, Mailbox>();
@@ -278,15 +300,20 @@ export async function runPeersPhase(options: {
   const floor = new FloorProbe(pool);
   await floor.prepare();
 
-  const tallies = { postgres: [] as PeerLevel[], dbos: [] as PeerLevel[], langgraph: [] as PeerLevel[] };
+  const tallies = {
+    postgres: [] as PeerLevel[],
+    postgresHeld: [] as PeerLevel[],
+    dbos: [] as PeerLevel[],
+    langgraph: [] as PeerLevel[],
+  };
   const ratios: PeerRatioLevel[] = [];
   const running = new Map<string, { getResult(): Promise<number> }>();
   try {
     const history = async (sessionId: string) => (await store.loadSession(sessionId))!.head.historyLength;
 
     /** A session with at least `items` history items: turns of up to 49 tool calls, then plain messages. */
-    async function fillSession(sessionId: string, items: number): Promise<number> {
-      await client.startSession({ agent: SESSION_AGENT, sessionId });
+    async function fillSession(sessionId: string, items: number, agent = SESSION_AGENT): Promise<number> {
+      await client.startSession({ agent, sessionId });
       let h = 0;
       while (h < items) {
         // k calls in one response: the message, the calls, their results and the answer (about 2k + 2 items).
@@ -316,7 +343,12 @@ export async function runPeersPhase(options: {
         throw new Error(`thread ${threadId} holds ${state.messages.length} messages`);
     }
 
-    async function sessionRound(sessionId: string, tag: string, tally: LevelTally | null): Promise<number[]> {
+    async function sessionRound(
+      sessionId: string,
+      tag: string,
+      tally: LevelTally | null,
+      driver: Worker = worker,
+    ): Promise<number[]> {
       const after = (await store.loadSession(sessionId))!.lastEventSeq;
       const abort = new AbortController();
       steps.reset();
@@ -334,7 +366,7 @@ export async function runPeersPhase(options: {
         throw new Error(`a session round made ${steps.runnerCalls.length} runner calls`);
       tally?.outside.push((ended - started - steps.inRunner) / STEPS);
       tally?.outsideSteps.push(...times.map((ms, i) => ms - steps.runnerCalls[i]!));
-      await waitForIdleWorker(worker);
+      await waitForIdleWorker(driver);
       return times;
     }
 
@@ -380,21 +412,31 @@ export async function runPeersPhase(options: {
       log(
         `peers: filling ${keys.length} store-postgres sessions, DBOS workflows and LangGraph threads to ${items} history items`,
       );
-      const [sessionStarts] = await Promise.all([
+      const [sessionStarts, heldStarts] = await Promise.all([
         Promise.all(keys.map((key) => fillSession(key, items))),
+        Promise.all(keys.map((key) => fillSession(`held-${key}`, items, HELD_AGENT))),
         Promise.all(keys.map((key) => fillWorkflow(key, items))),
         Promise.all(keys.map((key) => fillThread(key, items))),
       ]);
       await waitForIdleWorker(worker);
+      await waitForIdleWorker(heldWorker);
       log(
-        `peers: ${options.rounds} rounds at ${items} history items (store-postgres, floor, DBOS, LangGraph in turns${warmup ? `, after ${warmup} warm-up rounds` : ""})`,
+        `peers: ${options.rounds} rounds at ${items} history items (store-postgres, store-postgres held, floor, DBOS, LangGraph in turns${warmup ? `, after ${warmup} warm-up rounds` : ""})`,
       );
-      const level = { postgres: new LevelTally(), dbos: new LevelTally(), langgraph: new LevelTally() };
+      const level = {
+        postgres: new LevelTally(),
+        postgresHeld: new LevelTally(),
+        dbos: new LevelTally(),
+        langgraph: new LevelTally(),
+      };
       const levelFloor = new FloorProbe(pool);
       for (const [round, key] of keys.entries()) {
         const measured = round >= warmup;
         await measure(measured ? level.postgres : null, () =>
           sessionRound(key, `${items}-${round}`, measured ? level.postgres : null),
+        );
+        await measure(measured ? level.postgresHeld : null, () =>
+          sessionRound(`held-${key}`, `${items}-${round}`, measured ? level.postgresHeld : null, heldWorker),
         );
         if (measured) {
           await floor.batch(options.floorWritesPerRound);
@@ -407,16 +449,23 @@ export async function runPeersPhase(options: {
         running.delete(key);
       }
       const measuredStarts = sessionStarts.slice(warmup);
+      const heldMeasuredStarts = heldStarts.slice(warmup);
       const figures = {
         postgres: level.postgres.level(
           items,
           Math.min(...measuredStarts),
           Math.max(...measuredStarts) + SESSION_TURN_ITEMS,
         ),
+        postgresHeld: level.postgresHeld.level(
+          items,
+          Math.min(...heldMeasuredStarts),
+          Math.max(...heldMeasuredStarts) + SESSION_TURN_ITEMS,
+        ),
         dbos: level.dbos.level(items, items, items + STEPS),
         langgraph: level.langgraph.level(items, items, items + STEPS),
       };
       tallies.postgres.push(figures.postgres);
+      tallies.postgresHeld.push(figures.postgresHeld);
       tallies.dbos.push(figures.dbos);
       tallies.langgraph.push(figures.langgraph);
       const floorMedianMs = levelFloor.result().median;
@@ -430,11 +479,14 @@ export async function runPeersPhase(options: {
         dbosToFloor: figures.dbos.step.median / floorMedianMs,
         langGraphToFloor: figures.langgraph.step.median / floorMedianMs,
         floorMedianMs,
+        postgresHeldToDbos: figures.postgresHeld.step.median / figures.dbos.step.median,
+        postgresHeldToFloor: figures.postgresHeld.step.median / floorMedianMs,
       });
     }
   } finally {
     for (const key of running.keys()) void mailbox(key).send("stop");
     await worker.stop();
+    await heldWorker.stop();
     await store.close();
     await DBOS.shutdown();
   }
@@ -451,6 +503,13 @@ export async function runPeersPhase(options: {
       step: "one model call or one tool call of a session turn (ScriptedRunner; model, tool, model, tool, model)",
       stepsPerRound: STEPS,
       levels: tallies.postgres,
+    },
+    postgresHeld: {
+      name: "store-postgres, held session",
+      packages: corePackages,
+      step: "as store-postgres's, the round's message coming to a session whose worker kept its lease since its fill",
+      stepsPerRound: STEPS,
+      levels: tallies.postgresHeld,
     },
     dbos: {
       name: "DBOS",
@@ -483,6 +542,8 @@ export interface RestateBareLevel {
   readonly cpuMsPerStep: { readonly process: number; readonly server: number };
   /** store-postgres median ms per step (peers row, same level) / the bare handler's; NaN without that level. */
   readonly postgresToBare: number;
+  /** The same with the held session's median. */
+  readonly postgresHeldToBare: number;
 }
 
 export interface PeersResults extends PeersFigures {
@@ -503,11 +564,13 @@ export function withRestateBare(peers: PeersFigures, restate: RestateFigures): P
       sdkVersion: restate.sdkVersion,
       levels: restate.levels.map((level) => {
         const ours = peers.postgres.levels.find((l) => l.historyItems === level.historyItems);
+        const held = peers.postgresHeld.levels.find((l) => l.historyItems === level.historyItems);
         return {
           historyItems: level.historyItems,
           step: level.bare,
           cpuMsPerStep: { process: level.bareCpuMsPerStep.endpoint, server: level.bareCpuMsPerStep.server },
           postgresToBare: ours ? ours.step.median / level.bare.median : Number.NaN,
+          postgresHeldToBare: held ? held.step.median / level.bare.median : Number.NaN,
         };
       }),
     },

@@ -364,6 +364,25 @@ function peerTargets(peers: PeersResults): Target[] {
       met: level.postgresToBare <= 0.9,
     });
   }
+  // Write transactions and WAL per step, the worst level of each store-postgres row.
+  for (const row of [peers.postgres, peers.postgresHeld]) {
+    const txns = Math.max(...row.levels.map((level) => level.writeTransactionsPerStep));
+    const wal = Math.max(...row.levels.map((level) => level.walBytesPerStep));
+    targets.push(
+      {
+        name: `write transactions per step, peers row ${row.name} (worst level)`,
+        value: txns,
+        limit: "<= 1.20",
+        met: txns <= 1.2,
+      },
+      {
+        name: `WAL bytes per step, peers row ${row.name} (worst level)`,
+        value: wal,
+        limit: "<= 2500",
+        met: wal <= 2500,
+      },
+    );
+  }
   return targets;
 }
 
@@ -467,6 +486,7 @@ function renderPeers(p: PeersResults): string {
     }
   };
   add(p.postgres, () => "1.00");
+  add(p.postgresHeld, () => undefined);
   add(p.dbos, (items) => {
     const ratio = ratioAt(items);
     return ratio && `${f(ratio.postgresToDbos)} (${f(ratio.postgresOutsideRunnerToDbos)})`;
@@ -525,7 +545,8 @@ function renderPeers(p: PeersResults): string {
       ],
       ...rows,
     ]),
-    `Peers: ${versions}; Restate ${p.restateBare.restateVersion}, SDK ${p.restateBare.sdkVersion}. ${p.rounds} rounds of ${p.postgres.stepsPerRound} steps per row and level (after ${p.warmupRounds} warm-up rounds at the first level), store-postgres, ${p.floorWritesPerRound} floor writes, DBOS, LangGraph in turns; history items: a level's start (each round adds 5 to 6). Steps: store-postgres ${p.postgres.step}; DBOS ${p.dbos.step}; LangGraph ${p.langgraph.step}. Payloads ${p.stepPayloadBytes.join(", ")} B in turn.`,
+    `store-postgres, held session (the round's message to a session whose worker kept its lease, as a running DBOS workflow's next round): / DBOS ${p.ratios.map((level) => `${f(level.postgresHeldToDbos)} at ${level.historyItems}`).join(", ")}; / Restate bare ctx.run ${p.restateBare.levels.map((level) => `${f(level.postgresHeldToBare)} at ${level.historyItems}`).join(", ")}; / floor ${p.ratios.map((level) => `${f(level.postgresHeldToFloor)} at ${level.historyItems}`).join(", ")} (median ms per step).`,
+    `Peers: ${versions}; Restate ${p.restateBare.restateVersion}, SDK ${p.restateBare.sdkVersion}. ${p.rounds} rounds of ${p.postgres.stepsPerRound} steps per row and level (after ${p.warmupRounds} warm-up rounds at the first level), store-postgres, store-postgres held, ${p.floorWritesPerRound} floor writes, DBOS, LangGraph in turns; history items: a level's start (each round adds 5 to 6). Steps: store-postgres ${p.postgres.step}; DBOS ${p.dbos.step}; LangGraph ${p.langgraph.step}. Payloads ${p.stepPayloadBytes.join(", ")} B in turn.`,
   ].join("\n");
 }
 

@@ -186,7 +186,7 @@ describe("pnpm bench --quick", () => {
       const p = r.peers;
       expect(p.stepPayloadBytes).toEqual([519, 249, 824, 249, 2018]);
       const meanPayload = p.stepPayloadBytes.reduce((a, b) => a + b, 0) / p.stepPayloadBytes.length;
-      for (const row of [p.postgres, p.dbos, p.langgraph]) {
+      for (const row of [p.postgres, p.postgresHeld, p.dbos, p.langgraph]) {
         expect(row.levels.map((level) => level.historyItems)).toEqual([10, 100]);
         for (const version of Object.values(row.packages)) expect(version).not.toBe("unknown");
         for (const level of row.levels) {
@@ -206,7 +206,7 @@ describe("pnpm bench --quick", () => {
         expect(Object.values(row.packages).every((version) => /^\d+\.\d+\.\d+/.test(version))).toBe(true);
         for (const level of row.levels) expect(level.outsideRunnerMsPerStep).toBeUndefined();
       }
-      for (const level of p.postgres.levels) {
+      for (const level of [...p.postgres.levels, ...p.postgresHeld.levels]) {
         expect(level.outsideRunnerMsPerStep).toBeGreaterThan(0);
         // Each step minus its own runner call: one figure per step, each shorter than the step.
         expect(level.outsideRunnerStep!.n).toBe(level.step.n);
@@ -225,16 +225,29 @@ describe("pnpm bench --quick", () => {
         expect(level.postgresToFloor).toBeCloseTo(ours / level.floorMedianMs, 6);
         const outside = p.postgres.levels[i]!.outsideRunnerStep!.median;
         expect(level.postgresOutsideRunnerToDbos).toBeCloseTo(outside / p.dbos.levels[i]!.step.median, 6);
+        const held = p.postgresHeld.levels[i]!.step.median;
+        expect(level.postgresHeldToDbos).toBeCloseTo(held / p.dbos.levels[i]!.step.median, 6);
+        expect(level.postgresHeldToFloor).toBeCloseTo(held / level.floorMedianMs, 6);
       }
       expect(p.restateBare.levels.map((level) => level.historyItems)).toEqual([10, 100]);
       for (const [i, level] of p.restateBare.levels.entries()) {
         expect(level.step).toEqual(r.restate.levels[i]!.bare);
         expect(level.postgresToBare).toBeCloseTo(p.postgres.levels[i]!.step.median / level.step.median, 6);
+        expect(level.postgresHeldToBare).toBeCloseTo(p.postgresHeld.levels[i]!.step.median / level.step.median, 6);
       }
       expect(run.stdout).toContain("peers (same PostgreSQL, in turns)");
       expect(run.stdout).toContain("Restate bare ctx.run (from the Restate row)");
 
-      expect(r.targets).toHaveLength(33);
+      expect(r.targets).toHaveLength(37);
+      // Write transactions and WAL per step, judged on both store-postgres rows of the peers.
+      for (const row of [p.postgres, p.postgresHeld]) {
+        const txns = r.targets.find(
+          (t) => t.name === `write transactions per step, peers row ${row.name} (worst level)`,
+        );
+        expect(txns?.value).toBe(Math.max(...row.levels.map((level) => level.writeTransactionsPerStep)));
+        const wal = r.targets.find((t) => t.name === `WAL bytes per step, peers row ${row.name} (worst level)`);
+        expect(wal?.value).toBe(Math.max(...row.levels.map((level) => level.walBytesPerStep)));
+      }
       expect(r.targets.filter((t) => t.name.startsWith("store-postgres / DBOS"))).toHaveLength(2);
       expect(r.targets.filter((t) => t.name.startsWith("store-postgres / Restate bare ctx.run"))).toHaveLength(2);
       expect(r.targets.filter((t) => t.name.startsWith("engine-restate"))).toHaveLength(4);
