@@ -221,11 +221,15 @@ export async function runPeersPhase(options: {
   const definition = defineSession({ name: SESSION_AGENT, runner, policies: { look_up: { effect: "read" } } });
   const worker = new Worker({ store, sessions: [definition] }).start();
   const heldDefinition = defineSession({ name: HELD_AGENT, runner, policies: { look_up: { effect: "read" } } });
+  // Probes only (bench/probe/peers-ab.mjs): BENCH_TURN_START_HOLD_MS sets the held row's
+  // turnStartHoldMs (0: every turn's start committed before its first model call), for an A/B of the hold.
+  const hold = process.env.BENCH_TURN_START_HOLD_MS;
   const heldWorker = new Worker({
     store,
     sessions: [heldDefinition],
     leaseTtlMs: HELD_LEASE_MS,
     lingerMs: HELD_LEASE_MS,
+    ...(hold === undefined ? {} : { turnStartHoldMs: Number(hold) }),
   }).start();
   const client = new SessionClient({ store, agents: [SESSION_AGENT, HELD_AGENT] });
 
