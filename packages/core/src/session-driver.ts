@@ -18,6 +18,7 @@ import {
   type DefinitionTransition,
   currentCalls,
   isRunnable,
+  isTurnActive,
   type DueStep,
   type MachineConfig,
   type MachineInput,
@@ -484,7 +485,8 @@ class SessionDriver {
 
   /**
    * Whether the transition's commit may wait for the turn's next one (`turnStartHoldMs`): it applies
-   * inbox entries and nothing else (no step's result: a crash loses only what the inbox still holds),
+   * inbox entries and nothing else (no step's result, no recovery of a running turn: a crash loses
+   * only what the inbox still holds),
    * starts a turn and launches nothing but its first model call, under a lease the drive holds (not a
    * claim) with time to spare, nothing else of the drive is waiting to be committed, and the history
    * is in memory (the model call reads it, the held user item included, without the store).
@@ -499,7 +501,9 @@ class SessionDriver {
     return (
       holdMs > 0 &&
       !more &&
-      inputs.every((input) => input.type === "inbox") &&
+      // A recovery of a session with no turn running changes nothing (a drive under a lease kept after
+      // an earlier drive of this worker ended starts with one).
+      inputs.every((input) => input.type === "inbox" || (input.type === "recover" && !isTurnActive(this.head.turn))) &&
       step?.kind === "RunModel" &&
       step.modelStep === 1 &&
       step.attempt === 1 &&

@@ -133,6 +133,45 @@ describe("Worker turnStartHoldMs", () => {
     ]);
   });
 
+  it("holds the start too in a new drive under a lease the worker kept (its slot was taken meanwhile)", async () => {
+    const commitsOf = async (turnStartHoldMs: number) => {
+      const store = new RecordingStore();
+      const definition = defineSession({
+        name: "echo",
+        runner: gatedRunner().runner,
+        policies: { look_up: { effect: "read" } },
+      });
+      // One slot: session b's work takes the slot of a, idle under its kept lease, whose next message
+      // is then driven by a new drive under that same lease.
+      const worker = new Worker({
+        store,
+        sessions: [definition],
+        concurrency: 1,
+        lingerMs: 10_000,
+        leaseTtlMs: 30_000,
+        turnStartHoldMs,
+      }).start();
+      const client = new SessionClient({ store });
+      const a = (await client.startSession({ agent: "echo", message: TWO_CALLS })).sessionId;
+      await client.waitUntilIdle(a);
+      const fence = (await memoryRawReader(store).session(a))!.fence;
+      const b = (await client.startSession({ agent: "echo", message: TWO_CALLS })).sessionId;
+      await client.waitUntilIdle(b);
+      const before = store.applied.length;
+      await client.sendMessage(a, TWO_CALLS);
+      const done = await client.waitUntilIdle(a);
+      await worker.stop();
+      expect(done.turn?.number).toBe(2);
+      // Driven under the kept lease: no claim, the same fence.
+      const ofA = store.applied.slice(before).filter((c) => c.sessionId === a);
+      expect(ofA.every((c) => c.claim === undefined && c.fence === fence)).toBe(true);
+      return ofA.length;
+    };
+    const plain = await commitsOf(0);
+    expect(plain).toBe(6);
+    expect(await commitsOf(1_000)).toBe(plain - 1);
+  });
+
   it("commits the start alone once the hold passed, while the first model call still runs", async () => {
     let storedCursorAtEntry: number | null = null;
     const raws: { raw?: ReturnType<typeof memoryRawReader>; sessionId?: string } = {};
