@@ -3,7 +3,7 @@
 // and at pool.query), and each step's median time by its position in the turn. ASYNC=1 runs every
 // connection with synchronous_commit = off, to see what the WAL flush costs a commit. The pool.query
 // lines count every named statement per turn (the worker's findWork and the bench's reads included).
-// usage: node probe/step-latency.mjs
+// usage: [HOLD=0] node probe/step-latency.mjs
 import { defineSession, SessionClient, Worker } from "@durable-agents/core";
 import { migrate, PostgresStore } from "@durable-agents/store-postgres";
 import { startPostgres } from "@durable-agents/store-postgres/testing";
@@ -54,7 +54,12 @@ const definition = defineSession({
   runner: markedScriptedRunner(marks),
   policies: { look_up: { effect: "read" } },
 });
-const worker = new Worker({ store, sessions: [definition] }).start();
+// HOLD sets the worker's turnStartHoldMs (0: every turn's start committed before its first model call).
+const worker = new Worker({
+  store,
+  sessions: [definition],
+  ...(process.env.HOLD === undefined ? {} : { turnStartHoldMs: Number(process.env.HOLD) }),
+}).start();
 const client = new SessionClient({ store, agents: ["peers"] });
 await client.startSession({ agent: "peers", sessionId: "s" });
 const stepTimes = [];
