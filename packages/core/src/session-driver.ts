@@ -486,10 +486,10 @@ class SessionDriver {
   /**
    * Whether the transition's commit may wait for the turn's next one (`turnStartHoldMs`): it applies
    * inbox entries and nothing else (no step's result, no recovery of a running turn: a crash loses
-   * only what the inbox still holds),
-   * starts a turn and launches nothing but its first model call, under a lease the drive holds (not a
-   * claim) with time to spare, nothing else of the drive is waiting to be committed, and the history
-   * is in memory (the model call reads it, the held user item included, without the store).
+   * only what the inbox still holds), starts a turn and launches nothing but its first model call,
+   * under a lease the drive holds (not a claim) with time to spare, nothing else of the drive is
+   * waiting to be committed, and the history is in memory (the model call reads it, the held user
+   * item included, without the store).
    */
   private mayHold(
     t: { head: SessionHead; due: { steps: readonly DueStep[] } },
@@ -519,7 +519,7 @@ class SessionDriver {
 
   /** Keeps the turn's start for the drive's next commit; its timer sends it alone once `turnStartHoldMs` passed. */
   private hold(t: { head: SessionHead; appendHistory: readonly HistoryItem[]; events: readonly EventBody[] }): void {
-    const timer = setTimeout(() => this.flushHeld(), this.options.turnStartHoldMs);
+    const timer = setTimeout(() => this.flushPending(), this.options.turnStartHoldMs);
     this.held = { head: t.head, runnable: isRunnable(t.head), appendHistory: t.appendHistory, events: t.events, timer };
     if (t.appendHistory.length > 0) {
       this.history!.push(...t.appendHistory);
@@ -527,22 +527,6 @@ class SessionDriver {
     }
     // A turn started under a kept lease ends the wait, as its commit would.
     this.lingering(null);
-  }
-
-  /** The held start, committed alone (none when another commit took it first). */
-  private flushHeld(): void {
-    void this.serialized(async () => {
-      if (!this.held) return;
-      this.extended(
-        await this.commit({
-          sessionId: this.sessionId,
-          fence: this.options.lease.fence,
-          expectedVersion: this.version,
-          events: [],
-          ...this.extension(),
-        }),
-      );
-    }).catch(() => undefined); // the chain records a lost lease or a failure
   }
 
   /** The signal of a step of this turn: aborted when the turn is cancelled or ended, or the lease is lost. */
@@ -589,7 +573,7 @@ class SessionDriver {
       setImmediate(() => {
         this.flushScheduled = false;
         if (this.commitsInFlight === 0 && this.pendingDeltas.length > 0 && !this.lost && !this.released)
-          this.flushDeltas();
+          this.flushPending();
       });
     }
   }
@@ -601,11 +585,14 @@ class SessionDriver {
     return taken;
   }
 
-  /** An events-only commit of the pending deltas (none when another commit took them first). */
-  private flushDeltas(): void {
+  /**
+   * A commit of what waits: the pending deltas and a held turn start (which `commit` adds); none when
+   * another commit took them first.
+   */
+  private flushPending(): void {
     void this.serialized(async () => {
       const events = this.takeDeltas();
-      if (events.length === 0) return;
+      if (events.length === 0 && !this.held) return;
       this.extended(
         await this.commit({
           sessionId: this.sessionId,
@@ -625,6 +612,7 @@ class SessionDriver {
    */
   private async commit(commit: Commit): Promise<CommitResult> {
     const held = this.held;
+    const eventsOnly = commit.head === undefined;
     if (held) {
       clearTimeout(held.timer);
       this.held = null;
@@ -649,7 +637,7 @@ class SessionDriver {
     if (held) {
       this.historyAhead = false;
       // A commit of events only that took the held start stored its head: the version moved.
-      if (commit.head === held.head) {
+      if (eventsOnly) {
         this.version = result.version;
         this.options.headCache?.remember(this.sessionId, held.head, result.version);
       }
@@ -691,7 +679,7 @@ class SessionDriver {
         this.commitsInFlight -= 1;
         // Deltas that came while this commit was in flight and that no commit took yet.
         if (this.commitsInFlight === 0 && this.pendingDeltas.length > 0 && !this.lost && !this.released)
-          this.flushDeltas();
+          this.flushPending();
       });
     return run;
   }
