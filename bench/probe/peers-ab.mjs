@@ -1,5 +1,6 @@
 // A/B probe of the peers row: runs bench/dist/peers-phase.js of the repo given as argv[2] (its own
 // builds of the packages) on a private PostgreSQL, levels from LEVELS (default 10,1000), ROUNDS rounds.
+// BENCH_PG_CHECKPOINTS=server: the server's own checkpoint settings, not the bench's.
 // usage: node probe/peers-ab.mjs <repo> <tag>   (e.g. a git worktree of an older commit, built, next to this one, in turns)
 import { pathToFileURL } from "node:url";
 const [repo, tag] = process.argv.slice(2);
@@ -9,7 +10,10 @@ const { runPeersPhase } = await import(pathToFileURL(`${repo}/bench/dist/peers-p
 const { startPostgres } = await import(pathToFileURL(`${repo}/packages/store-postgres/dist/testing/index.js`).href);
 const { createRequire } = await import("node:module");
 const pg = createRequire(`${repo}/bench/package.json`)("pg");
-const server = await startPostgres({ fsync: true });
+// The bench's own checkpoints (BENCH_CHECKPOINTS), where the build has them; BENCH_PG_CHECKPOINTS=server leaves the server's.
+const probe = await import(pathToFileURL(`${repo}/bench/dist/postgres-probe.js`).href);
+const own = process.env.BENCH_PG_CHECKPOINTS === "server" || !probe.BENCH_CHECKPOINTS;
+const server = await startPostgres({ fsync: true, ...(own ? {} : { settings: probe.BENCH_CHECKPOINTS }) });
 const pool = new pg.Pool({ connectionString: server.connectionString, max: 10 });
 pool.on("error", () => {});
 const f = await runPeersPhase({
@@ -20,6 +24,7 @@ const f = await runPeersPhase({
   warmupRounds: 10,
   floorWritesPerRound: 10,
   log: () => {},
+  ...(own ? {} : { checkpoint: () => probe.checkpoint(pool) }),
 });
 for (const r of f.ratios) {
   const p = f.postgres.levels.find((l) => l.historyItems === r.historyItems);

@@ -22,7 +22,15 @@ import { DurablePhase, type DurablePhaseResult } from "./durable-phase.js";
 import { runGrowthPhase, runRawGrowth, type BytesMeter, type GrowthLevel } from "./growth-phase.js";
 import { machineInfo } from "./machine-info.js";
 import { MeasuringStore } from "./measuring-store.js";
-import { FloorProbe, counterDelta, readCounters, serverInfo, type Counters } from "./postgres-probe.js";
+import {
+  BENCH_CHECKPOINTS,
+  FloorProbe,
+  checkpoint,
+  counterDelta,
+  readCounters,
+  serverInfo,
+  type Counters,
+} from "./postgres-probe.js";
 import { RawSdkPhase } from "./raw-sdk-phase.js";
 import { probeModelStep, type ModelStepProbe } from "./model-step-probe.js";
 import { runPacedEvents, type PacedEventResult } from "./paced-event-phase.js";
@@ -136,7 +144,9 @@ async function main(): Promise<void> {
   let server: PostgresServer | null = null;
   if (!args.pgUrl) {
     log("starting a private PostgreSQL (fsync on, synchronous_commit on)");
-    server = await startPostgres({ fsync: true });
+    // BENCH_PG_CHECKPOINTS=server leaves the server's own checkpoint settings (for an A/B of the bench's).
+    const own = process.env.BENCH_PG_CHECKPOINTS === "server";
+    server = await startPostgres({ fsync: true, ...(own ? {} : { settings: BENCH_CHECKPOINTS }) });
   }
   try {
     const results = await withDatabase(args.pgUrl ?? server!.connectionString, (url) =>
@@ -167,6 +177,8 @@ async function runAll(
     await migrate(pool, { schema: "bench_growth" });
     const server = await serverInfo(pool);
     const size = sizes.overhead;
+    // Each phase that measures PostgreSQL starts after a checkpoint of the bench's (see BENCH_CHECKPOINTS).
+    const checkpoints = await checkpoint(pool);
 
     // (a), (b), the floor and (c) take turns, one session each, so that a change in the machine's
     // load during the run hits every one of them alike.
@@ -271,6 +283,7 @@ async function runAll(
         return { bytes: delta.walBytes, writes: delta.writeTransactions };
       },
     };
+    await checkpoint(pool);
     const growthPostgres = await runGrowthPhase({
       store: growthStore,
       meter: pgMeter,
@@ -362,7 +375,10 @@ async function runAll(
     const restateFigures = await runRestatePhase({ sizes: sizes.restate.sizes, turns: sizes.restate.turns, log });
 
     // The peers (DBOS, LangGraph) on this PostgreSQL, in turns with a store-postgres session and the floor.
-    const peers = withRestateBare(await runPeersPhase({ url, pool, ...sizes.peers, log }), restateFigures);
+    const peers = withRestateBare(
+      await runPeersPhase({ url, pool, ...sizes.peers, log, checkpoint: () => checkpoint(pool) }),
+      restateFigures,
+    );
 
     // Rounds of 1, 2 and 4 processes on each store, in turns; each count is represented by its median run.
     const allRuns: ThroughputResult[] = [];
@@ -370,6 +386,7 @@ async function runAll(
       { kind: "postgres", connectionString: url },
       { kind: "sqlite", dir: sqliteDir.dir },
     ];
+    await checkpoint(pool);
     for (let round = 1; round <= sizes.throughputRounds; round++) {
       for (const target of targets) {
         for (const processes of PROCESS_COUNTS) {
@@ -403,7 +420,11 @@ async function runAll(
       mode: args.quick ? "quick" : "full",
       durationSeconds: (performance.now() - started) / 1000,
       machine,
-      postgres: { ...server, server: args.pgUrl ? "given URL" : "private (startPostgres)" },
+      postgres: {
+        ...server,
+        server: args.pgUrl ? "given URL" : "private (startPostgres)",
+        checkpointsByBench: checkpoints,
+      },
       sqlite: { ...sqliteInfo(sqliteFull.path), folder: sqliteDir.dir, watchIntervalMs: WATCH_INTERVAL_MS },
       workload: {
         stepDefinition:

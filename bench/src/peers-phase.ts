@@ -209,6 +209,11 @@ export async function runPeersPhase(options: {
   readonly warmupRounds: number;
   readonly floorWritesPerRound: number;
   readonly log: (line: string) => void;
+  /**
+   * Takes a checkpoint of the server (the bench's `checkpoint`), before each level's fills, so that the
+   * page images the first write of each page after it logs fall in the fills and not in the rounds.
+   */
+  readonly checkpoint?: () => Promise<boolean>;
 }): Promise<PeersFigures> {
   const { pool, log } = options;
   const steps = new StepMarks();
@@ -413,6 +418,7 @@ export async function runPeersPhase(options: {
       // filled first, together: each timed round starts at the level, none drifts from it.
       const warmup = items === options.levels[0] ? options.warmupRounds : 0;
       const keys = Array.from({ length: warmup + options.rounds }, (_, i) => `peers-${items}-${i}`);
+      await options.checkpoint?.();
       log(
         `peers: filling ${keys.length} store-postgres sessions, DBOS workflows and LangGraph threads to ${items} history items`,
       );

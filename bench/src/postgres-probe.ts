@@ -87,14 +87,52 @@ export interface ServerInfo {
   readonly synchronousCommit: string;
   readonly fullPageWrites: string;
   readonly walLevel: string;
+  readonly checkpointTimeout: string;
+  readonly maxWalSize: string;
 }
 
 export async function serverInfo(pool: Pool): Promise<ServerInfo> {
-  const result = await pool.query<{ v: string; f: string; s: string; p: string; w: string }>(
+  const result = await pool.query<{ v: string; f: string; s: string; p: string; w: string; t: string; m: string }>(
     `SELECT current_setting('server_version') AS v, current_setting('fsync') AS f,
             current_setting('synchronous_commit') AS s, current_setting('full_page_writes') AS p,
-            current_setting('wal_level') AS w`,
+            current_setting('wal_level') AS w, current_setting('checkpoint_timeout') AS t,
+            current_setting('max_wal_size') AS m`,
   );
   const row = result.rows[0]!;
-  return { version: row.v, fsync: row.f, synchronousCommit: row.s, fullPageWrites: row.p, walLevel: row.w };
+  return {
+    version: row.v,
+    fsync: row.f,
+    synchronousCommit: row.s,
+    fullPageWrites: row.p,
+    walLevel: row.w,
+    checkpointTimeout: row.t,
+    maxWalSize: row.m,
+  };
+}
+
+/**
+ * The private server's checkpoints are the bench's own (`BENCH_CHECKPOINTS`): none falls due by time or
+ * by WAL volume during a run, and `checkpoint` takes one before each phase that measures PostgreSQL
+ * and before each peers level is filled. So the page images a checkpoint makes the next write of each
+ * page log (8 KB each) land in the fills, not in a measured round, and no checkpoint's writes and
+ * fsyncs run beside one. A checkpoint is on a timer (5 min by default) or after `max_wal_size` of WAL
+ * (1 GB), which the peers' fills (LangGraph's checkpoints are a megabyte at 1,000 messages) set off in
+ * the middle of the 1,000-item rounds until this was added.
+ */
+export const BENCH_CHECKPOINTS: Readonly<Record<string, string>> = {
+  checkpoint_timeout: "1d",
+  max_wal_size: "64GB",
+};
+
+/**
+ * A checkpoint now (see `BENCH_CHECKPOINTS`): false when the server refuses it (a server given by
+ * URL, with a role that may not), and then the server's own checkpoints run as they would.
+ */
+export async function checkpoint(pool: Pool): Promise<boolean> {
+  try {
+    await pool.query("CHECKPOINT");
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -51,7 +51,11 @@ export interface BenchResults {
   readonly mode: "full" | "quick";
   readonly durationSeconds: number;
   readonly machine: MachineInfo;
-  readonly postgres: ServerInfo & { readonly server: "private (startPostgres)" | "given URL" };
+  readonly postgres: ServerInfo & {
+    readonly server: "private (startPostgres)" | "given URL";
+    /** Whether the bench took its own checkpoints (see BENCH_CHECKPOINTS); absent in runs before it did. */
+    readonly checkpointsByBench?: boolean;
+  };
   /** The store-sqlite files: SQLite's version and settings, where the files were, the cross-process watch interval. */
   readonly sqlite: SqliteInfo & { readonly folder: string; readonly watchIntervalMs: number };
   readonly workload: {
@@ -572,7 +576,10 @@ export function renderReport(r: BenchResults): string {
   const out: string[] = [];
   out.push(
     `Machine: ${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}, PostgreSQL ${r.postgres.version} ` +
-      `(${r.postgres.server}, fsync ${r.postgres.fsync}, synchronous_commit ${r.postgres.synchronousCommit}), load ${m.loadAverageAtStart} at start; ` +
+      `(${r.postgres.server}, fsync ${r.postgres.fsync}, synchronous_commit ${r.postgres.synchronousCommit}, ` +
+      `checkpoint_timeout ${r.postgres.checkpointTimeout}, max_wal_size ${r.postgres.maxWalSize}, ` +
+      `${r.postgres.checkpointsByBench ? "a checkpoint before each PostgreSQL phase and peers level" : "checkpoints the server's own"}), ` +
+      `load ${m.loadAverageAtStart} at start; ` +
       `mode ${r.mode}, ${f(r.durationSeconds, 0)} s, commit ${m.commit}`,
   );
   out.push(

@@ -9,6 +9,12 @@ export interface StartPostgresOptions {
   readonly fsync?: boolean;
   /** Default 200. */
   readonly maxConnections?: number;
+  /**
+   * More server settings, written to `postgresql.auto.conf` after the ones above (a later line wins),
+   * e.g. `{ checkpoint_timeout: "1d" }`. A name that is not a setting's name is a `TypeError`, and the
+   * server does not start with a value it does not take.
+   */
+  readonly settings?: Readonly<Record<string, string>>;
 }
 
 export interface PostgresServer {
@@ -38,6 +44,9 @@ let exitHookInstalled = false;
  * is given to the `postgres` user and the binaries run through `runuser -u postgres`.
  */
 export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresServer> {
+  for (const name of Object.keys(options.settings ?? {})) {
+    if (!/^[a-z][a-z0-9_.]*$/.test(name)) throw new TypeError(`startPostgres: "${name}" is not a setting's name`);
+  }
   const asPostgres = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), "durable-agents-pg-"));
   const server: Running = { dir, asPostgres };
@@ -57,6 +66,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       "synchronous_commit = on",
       `max_connections = ${options.maxConnections ?? 200}`,
       "shared_buffers = 32MB",
+      ...Object.entries(options.settings ?? {}).map(([name, value]) => `${name} = '${value.replaceAll("'", "''")}'`),
     ];
     writeFileSync(join(data, "postgresql.auto.conf"), `${settings.join("\n")}\n`);
     let port = 0;
