@@ -59,6 +59,12 @@ export interface PeerLevel {
   /** Transactions that got a transaction ID (wrote), the whole server, per step. */
   readonly writeTransactionsPerStep: number;
   readonly walBytesPerStep: number;
+  /**
+   * WAL bytes per step of each round, in the order they ran (absent in older runs):
+   * the whole server's WAL during the round, so a round that met the server's own maintenance (an
+   * autovacuum, an autoanalyze writing statistics) of any row's tables carries it.
+   */
+  readonly walBytesPerStepByRound?: readonly number[];
   /** CPU ms per step: this process, and the PostgreSQL server's processes. */
   readonly cpuMsPerStep: { readonly process: number; readonly postgres: number };
   /**
@@ -139,6 +145,7 @@ class LevelTally {
   readonly steps: number[] = [];
   xacts = 0;
   wal = 0;
+  readonly walRounds: number[] = [];
   cpuProcess = 0;
   cpuPostgres = 0;
   readonly outside: number[] = [];
@@ -153,6 +160,7 @@ class LevelTally {
       step: summarize(this.steps),
       writeTransactionsPerStep: this.xacts / n,
       walBytesPerStep: this.wal / n,
+      walBytesPerStepByRound: this.walRounds,
       cpuMsPerStep: { process: this.cpuProcess / n, postgres: this.cpuPostgres / n },
       ...(this.outside.length > 0
         ? { outsideRunnerMsPerStep: summarize(this.outside).median, outsideRunnerStep: summarize(this.outsideSteps) }
@@ -175,6 +183,31 @@ function stepTimes(started: number, marks: readonly number[], ended: number): nu
   if (marks.length !== STEPS) throw new Error(`a round made ${marks.length} steps, not ${STEPS}`);
   const bounds = [started, ...marks.slice(0, -1), ended];
   return bounds.slice(1).map((end, i) => end - bounds[i]!);
+}
+
+/** The schemas of the rows' tables (store-postgres's both rows, DBOS, LangGraph) and the floor's table. */
+const ROW_SCHEMAS = ["bench_peers", "bench_dbos", "bench_langgraph"];
+
+/**
+ * After a level's fills, before its rounds: every table of the rows (and the floor's) vacuumed and
+ * analyzed now, with autovacuum off for them from then on. The server's own maintenance ran where it
+ * fell: at the 1,000-item level, autovacuum worked through the TOAST tables the fills had grown
+ * (LangGraph's megabyte checkpoints) while the rounds went on, and its WAL and its disk writes went
+ * to whichever row's round was running (every row's WAL per step rose together from one round on,
+ * by `ROUNDS_WAL=1 node probe/peers-ab.mjs`). Each row's maintenance of what its fills wrote is done
+ * here, unmeasured; what its rounds write (a few hundred rows per level) waits for the next level's.
+ * A row's own pruning of the pages it updates (PostgreSQL's, in the statement) stays in its rounds.
+ */
+async function settleTables(pool: pg.Pool): Promise<void> {
+  const tables = await pool.query<{ t: string }>(
+    `SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables
+      WHERE schemaname = ANY($1::text[]) OR (schemaname = 'public' AND tablename = 'bench_floor') ORDER BY 1`,
+    [ROW_SCHEMAS],
+  );
+  for (const { t } of tables.rows) {
+    await pool.query(`ALTER TABLE ${t} SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)`);
+  }
+  if (tables.rows.length > 0) await pool.query(`VACUUM (ANALYZE) ${tables.rows.map((row) => row.t).join(", ")}`);
 }
 
 /** A queue of rounds handed to the DBOS workflow from the bench, each answered when it is done. */
@@ -411,6 +444,7 @@ export async function runPeersPhase(options: {
       tally.cpuPostgres += serverCpuMs(ticks, ticksAfter);
       tally.xacts += delta.writeTransactions;
       tally.wal += delta.walBytes;
+      tally.walRounds.push(delta.walBytes / times.length);
     }
 
     for (const items of options.levels) {
@@ -430,6 +464,7 @@ export async function runPeersPhase(options: {
       ]);
       await waitForIdleWorker(worker);
       await waitForIdleWorker(heldWorker);
+      await settleTables(pool);
       log(
         `peers: ${options.rounds} rounds at ${items} history items (store-postgres, store-postgres held, floor, DBOS, LangGraph in turns${warmup ? `, after ${warmup} warm-up rounds` : ""})`,
       );

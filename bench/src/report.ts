@@ -550,8 +550,30 @@ function renderPeers(p: PeersResults): string {
       ...rows,
     ]),
     `store-postgres, held session (the round's message to a session whose worker kept its lease, as a running DBOS workflow's next round): / DBOS ${p.ratios.map((level) => `${f(level.postgresHeldToDbos)} at ${level.historyItems}`).join(", ")}; / Restate bare ctx.run ${p.restateBare.levels.map((level) => `${f(level.postgresHeldToBare)} at ${level.historyItems}`).join(", ")}; / floor ${p.ratios.map((level) => `${f(level.postgresHeldToFloor)} at ${level.historyItems}`).join(", ")} (median ms per step).`,
+    walByRound(p),
     `Peers: ${versions}; Restate ${p.restateBare.restateVersion}, SDK ${p.restateBare.sdkVersion}. ${p.rounds} rounds of ${p.postgres.stepsPerRound} steps per row and level (after ${p.warmupRounds} warm-up rounds at the first level), store-postgres, store-postgres held, ${p.floorWritesPerRound} floor writes, DBOS, LangGraph in turns; history items: a level's start (each round adds 5 to 6). Steps: store-postgres ${p.postgres.step}; DBOS ${p.dbos.step}; LangGraph ${p.langgraph.step}. Payloads ${p.stepPayloadBytes.join(", ")} B in turn.`,
   ].join("\n");
+}
+
+/** The rounds' WAL per step, median and largest, per row and level (absent from runs that did not record it). */
+function walByRound(p: PeersResults): string {
+  const rows: [string, PeerRow][] = [
+    ["store-postgres", p.postgres],
+    ["held", p.postgresHeld],
+    ["DBOS", p.dbos],
+    ["LangGraph", p.langgraph],
+  ];
+  const parts = rows.map(
+    ([name, row]) =>
+      `${name} ${row.levels
+        .map((level) => {
+          const rounds = [...(level.walBytesPerStepByRound ?? [])].sort((a, b) => a - b);
+          if (rounds.length === 0) return "-";
+          return `${f(rounds[(rounds.length - 1) >> 1]!, 0)} (${f(rounds[rounds.length - 1]!, 0)})`;
+        })
+        .join(" / ")}`,
+  );
+  return `WAL B/step of a round, median (largest), ${p.postgres.levels.map((level) => level.historyItems).join(" / ")} items: ${parts.join("; ")}.`;
 }
 
 function peerRow(name: string, level: PeerLevel, postgresToThis: string | undefined, toFloor: number): string[] {

@@ -198,6 +198,10 @@ describe("pnpm bench --quick", () => {
           // Every row commits each step durably: at least one write transaction, and its output in the WAL.
           expect(level.writeTransactionsPerStep).toBeGreaterThanOrEqual(1);
           expect(level.walBytesPerStep).toBeGreaterThan(meanPayload);
+          // One WAL figure per round, whose mean is the level's figure (every round has as many steps).
+          const rounds = level.walBytesPerStepByRound!;
+          expect(rounds).toHaveLength(p.rounds);
+          expect(rounds.reduce((a, b) => a + b, 0) / rounds.length).toBeCloseTo(level.walBytesPerStep, 6);
           expect(level.cpuMsPerStep.process).toBeGreaterThan(0);
           expect(level.cpuMsPerStep.postgres).toBeGreaterThanOrEqual(0);
         }
@@ -236,6 +240,10 @@ describe("pnpm bench --quick", () => {
         expect(level.postgresHeldToBare).toBeCloseTo(p.postgresHeld.levels[i]!.step.median / level.step.median, 6);
       }
       expect(run.stdout).toContain("peers (same PostgreSQL, in turns)");
+      expect(run.stdout).toContain("WAL B/step of a round, median (largest), 10 / 100 items: store-postgres ");
+      // The server's own checkpoints and maintenance stay out of the rounds (BENCH_CHECKPOINTS, settleTables).
+      expect(r.postgres.checkpointTimeout).toBe("1d");
+      expect(r.postgres.checkpointsByBench).toBe(true);
       expect(run.stdout).toContain("Restate bare ctx.run (from the Restate row)");
 
       expect(r.targets).toHaveLength(37);
