@@ -185,24 +185,22 @@ function stepTimes(started: number, marks: readonly number[], ended: number): nu
   return bounds.slice(1).map((end, i) => end - bounds[i]!);
 }
 
-/** The schemas of the rows' tables (store-postgres's both rows, DBOS, LangGraph) and the floor's table. */
-const ROW_SCHEMAS = ["bench_peers", "bench_dbos", "bench_langgraph"];
-
 /**
- * After a level's fills, before its rounds: every table of the rows (and the floor's) vacuumed and
- * analyzed now, with autovacuum off for them from then on. The server's own maintenance ran where it
- * fell: at the 1,000-item level, autovacuum worked through the TOAST tables the fills had grown
- * (LangGraph's megabyte checkpoints) while the rounds went on, and its WAL and its disk writes went
- * to whichever row's round was running (every row's WAL per step rose together from one round on,
- * by `ROUNDS_WAL=1 node probe/peers-ab.mjs`). Each row's maintenance of what its fills wrote is done
+ * After a level's fills, before its rounds: every table of the bench's database (the rows', the
+ * floor's and what the earlier phases left) vacuumed and analyzed now, with autovacuum off for them
+ * from then on. The server's own maintenance ran where it fell: at the 1,000-item level, autovacuum
+ * worked through the tables the fills had grown (LangGraph's megabyte checkpoints) and those of the
+ * earlier phases while the rounds went on, and its WAL and its disk writes went to whichever row's
+ * round was running (every row's WAL per step rose together from one round on, by
+ * `ROUNDS_WAL=1 node probe/peers-ab.mjs`). Each row's maintenance of what its fills wrote is done
  * here, unmeasured; what its rounds write (a few hundred rows per level) waits for the next level's.
  * A row's own pruning of the pages it updates (PostgreSQL's, in the statement) stays in its rounds.
+ * The system catalogs keep their autovacuum.
  */
 async function settleTables(pool: pg.Pool): Promise<void> {
   const tables = await pool.query<{ t: string }>(
     `SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables
-      WHERE schemaname = ANY($1::text[]) OR (schemaname = 'public' AND tablename = 'bench_floor') ORDER BY 1`,
-    [ROW_SCHEMAS],
+      WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`,
   );
   for (const { t } of tables.rows) {
     await pool.query(`ALTER TABLE ${t} SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)`);
