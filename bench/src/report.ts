@@ -1,7 +1,7 @@
 /** The benchmark's figures as one JSON document, the targets judged from them, and the printed table. */
 import type { MachineInfo } from "./machine-info.js";
 import type { ServerInfo } from "./postgres-probe.js";
-import type { Summary } from "./stats.js";
+import { type Summary, summarize } from "./stats.js";
 import type { GrowthLevel } from "./growth-phase.js";
 import type { ThroughputResult } from "./throughput-phase.js";
 import type { ModelStepProbe } from "./model-step-probe.js";
@@ -567,9 +567,8 @@ function walByRound(p: PeersResults): string {
     ([name, row]) =>
       `${name} ${row.levels
         .map((level) => {
-          const rounds = [...(level.walBytesPerStepByRound ?? [])].sort((a, b) => a - b);
-          if (rounds.length === 0) return "-";
-          return `${f(rounds[(rounds.length - 1) >> 1]!, 0)} (${f(rounds[rounds.length - 1]!, 0)})`;
+          const rounds = summarize(level.walBytesPerStepByRound ?? []);
+          return rounds.n === 0 ? "-" : `${f(rounds.median, 0)} (${f(rounds.max, 0)})`;
         })
         .join(" / ")}`,
   );

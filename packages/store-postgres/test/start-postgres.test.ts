@@ -24,8 +24,11 @@ describe("startPostgres settings", () => {
     expect(existsSync(server.dir)).toBe(false);
   }, 60_000);
 
-  it("refuses a name that is not a setting's name before creating anything", async () => {
+  it("refuses with a TypeError a name that is not a setting's name and a value that is not one line", async () => {
     await expect(startPostgres({ settings: { "fsync = off\nport": "1" } })).rejects.toThrow(TypeError);
     await expect(startPostgres({ settings: { "": "1" } })).rejects.toThrow(/not a setting's name/);
+    await expect(startPostgres({ settings: { work_mem: "4MB'\nfsync = 'off" } })).rejects.toThrow(
+      /value of "work_mem" is not a one-line string/,
+    );
   });
 });

@@ -11,8 +11,9 @@ export interface StartPostgresOptions {
   readonly maxConnections?: number;
   /**
    * More server settings, written to `postgresql.auto.conf` after the ones above (a later line wins),
-   * e.g. `{ checkpoint_timeout: "1d" }`. A name that is not a setting's name is a `TypeError`, and the
-   * server does not start with a value it does not take.
+   * e.g. `{ checkpoint_timeout: "1d" }`. A name that is not a setting's name, or a value that is not a
+   * one-line string, is a `TypeError` before anything is created, and the server does not start with a
+   * value it does not take.
    */
   readonly settings?: Readonly<Record<string, string>>;
 }
@@ -44,8 +45,12 @@ let exitHookInstalled = false;
  * is given to the `postgres` user and the binaries run through `runuser -u postgres`.
  */
 export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresServer> {
-  for (const name of Object.keys(options.settings ?? {})) {
+  for (const [name, value] of Object.entries(options.settings ?? {})) {
     if (!/^[a-z][a-z0-9_.]*$/.test(name)) throw new TypeError(`startPostgres: "${name}" is not a setting's name`);
+    // A value is one quoted string on its line of the configuration file.
+    if (typeof value !== "string" || /[\n\r\0]/.test(value)) {
+      throw new TypeError(`startPostgres: the value of "${name}" is not a one-line string`);
+    }
   }
   const asPostgres = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), "durable-agents-pg-"));
