@@ -14,9 +14,37 @@ const pg = createRequire(`${repo}/bench/package.json`)("pg");
 // The bench's own checkpoints (BENCH_CHECKPOINTS), where the build has them; BENCH_PG_CHECKPOINTS=server leaves the server's.
 const probe = await import(pathToFileURL(`${repo}/bench/dist/postgres-probe.js`).href);
 const own = process.env.BENCH_PG_CHECKPOINTS === "server" || !probe.BENCH_CHECKPOINTS;
-const server = await startPostgres({ fsync: true, ...(own ? {} : { settings: probe.BENCH_CHECKPOINTS }) });
+// WALDUMP=1 keeps the WAL (wal_keep_size) and reads the records of each store-postgres round that wrote
+// 500 B per step more than its level's median round, by relation and record type (pg_waldump).
+const waldump = process.env.WALDUMP === "1";
+const server = await startPostgres({
+  fsync: true,
+  ...(own && !waldump
+    ? {}
+    : { settings: { ...(own ? {} : probe.BENCH_CHECKPOINTS), ...(waldump ? { wal_keep_size: "16GB" } : {}) } }),
+});
+const roundsWal = [];
 const pool = new pg.Pool({ connectionString: server.connectionString, max: 10 });
 pool.on("error", () => {});
+// ROUNDS_WAL=1 also polls the server's maintenance counters (pg_stat_all_tables) every 250 ms and
+// names each autovacuum or autoanalyze with the phase the bench had logged last (a level's fills or rounds).
+let phase = "setup";
+const visits = [];
+const seen = new Map();
+const pollMaintenance = async () => {
+  const { rows } = await pool.query(
+    "SELECT schemaname || '.' || relname AS t, autovacuum_count AS v, autoanalyze_count AS a FROM pg_stat_all_tables",
+  );
+  for (const r of rows) {
+    const was = seen.get(r.t);
+    const v = Number(r.v);
+    const a = Number(r.a);
+    if (was && (v > was.v || a > was.a))
+      visits.push(`${r.t} ${v > was.v ? "vacuum" : ""}${a > was.a ? "analyze" : ""} during ${phase}`);
+    seen.set(r.t, { v, a });
+  }
+};
+const poller = process.env.ROUNDS_WAL === "1" ? setInterval(() => void pollMaintenance().catch(() => {}), 250) : null;
 const f = await runPeersPhase({
   url: server.connectionString,
   pool,
@@ -24,7 +52,10 @@ const f = await runPeersPhase({
   rounds,
   warmupRounds: 10,
   floorWritesPerRound: 10,
-  log: () => {},
+  onRound: (round) => roundsWal.push(round),
+  log: (line) => {
+    phase = line.replace(/^peers: /, "").split(" (")[0];
+  },
   ...(own ? {} : { checkpoint: () => probe.checkpoint(pool) }),
 });
 for (const r of f.ratios) {
@@ -48,11 +79,64 @@ if (process.env.ROUNDS_WAL === "1") {
       console.log(
         `${tag} ${name} ${level.historyItems}: ${(level.walBytesPerStepByRound ?? []).map((w) => w.toFixed(0)).join(" ")}`,
       );
+  clearInterval(poller);
+  await pollMaintenance();
+  console.log(`${tag} maintenance seen by the poll: ${visits.join("; ") || "none"}`);
   const maintenance = await pool.query(
     `SELECT schemaname || '.' || relname AS t, autovacuum_count AS v, autoanalyze_count AS a FROM pg_stat_all_tables
       WHERE autovacuum_count + autoanalyze_count > 0 ORDER BY 1`,
   );
   console.log(`${tag} autovacuum / autoanalyze: ${maintenance.rows.map((r) => `${r.t} ${r.v}/${r.a}`).join(", ")}`);
+}
+if (waldump) {
+  const { execFileSync } = await import("node:child_process");
+  const lsn = (bytes) =>
+    `${(bytes >> 32n).toString(16).toUpperCase()}/${(bytes & 0xffffffffn).toString(16).toUpperCase()}`;
+  const rels = await pool.query(
+    `SELECT c.relfilenode::text AS node, coalesce(t.relname, c.relname) || CASE WHEN t.relname IS NULL THEN '' ELSE ' (toast)' END AS name
+       FROM pg_class c LEFT JOIN pg_class t ON t.reltoastrelid = c.oid WHERE c.relfilenode <> 0`,
+  );
+  const names = new Map(rels.rows.map((r) => [r.node, r.name]));
+  for (const row of ["store-postgres", "store-postgres held"]) {
+    for (const items of levels) {
+      const mine = roundsWal.filter((r) => r.row === row && r.items === items);
+      const perStep = mine.map((r) => Number(r.walTo - r.walFrom) / r.steps);
+      const median = [...perStep].sort((a, b) => a - b)[Math.floor(perStep.length / 2)];
+      const typical = perStep.indexOf(median);
+      for (const [i, r] of mine.entries()) {
+        if (perStep[i] - median < 500 && i !== typical) continue;
+        const out = execFileSync(
+          "runuser",
+          [
+            "-u",
+            "postgres",
+            "--",
+            "/usr/lib/postgresql/15/bin/pg_waldump",
+            "-p",
+            `${server.dir}/data/pg_wal`,
+            "-s",
+            lsn(r.walFrom),
+            "-e",
+            lsn(r.walTo),
+          ],
+          { maxBuffer: 1 << 28 },
+        ).toString();
+        const by = new Map();
+        for (const line of out.split("\n")) {
+          const m = /rmgr: (\S+)\s+len \(rec\/tot\):\s*\d+\/\s*(\d+).*?desc: (\S+)/.exec(line);
+          if (!m) continue;
+          const rel = /rel \d+\/\d+\/(\d+)/.exec(line);
+          const key = `${m[1]}/${m[3]} ${rel ? (names.get(rel[1]) ?? rel[1]) : ""}${/FPW/.test(line) ? " +FPI" : ""}`;
+          const was = by.get(key) ?? [0, 0];
+          by.set(key, [was[0] + 1, was[1] + Number(m[2])]);
+        }
+        const top = [...by].sort((a, b) => b[1][1] - a[1][1]).slice(0, 8);
+        console.log(
+          `${tag} ${row} ${items} round ${r.round}: ${perStep[i].toFixed(0)} B/step (median ${median.toFixed(0)}); ${top.map(([k, [n, b]]) => `${k} x${n} ${b} B`).join("; ")}`,
+        );
+      }
+    }
+  }
 }
 await pool.end();
 await server.stop();

@@ -195,17 +195,44 @@ function stepTimes(started: number, marks: readonly number[], ended: number): nu
  * `ROUNDS_WAL=1 node probe/peers-ab.mjs`). Each row's maintenance of what its fills wrote is done
  * here, unmeasured; what its rounds write (a few hundred rows per level) waits for the next level's.
  * A row's own pruning of the pages it updates (PostgreSQL's, in the statement) stays in its rounds.
- * The system catalogs keep their autovacuum.
+ *
+ * The system catalogs keep their autovacuum (a catalog's options cannot be changed), so what this
+ * writes to them is cleaned up here too: a table's options are set once (each `ALTER TABLE` writes its
+ * `pg_class` row), and after the tables' statistics (which `ANALYZE` writes to `pg_statistic`) the
+ * catalogs are analyzed, then vacuumed. `ROUNDS_WAL=1 node probe/peers-ab.mjs` names each autovacuum
+ * and autoanalyze with the phase it fell in: the catalogs' fell in the 1,000-item fills, before this
+ * and after it, and none in a round.
  */
 async function settleTables(pool: pg.Pool): Promise<void> {
-  const tables = await pool.query<{ t: string }>(
-    `SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables
-      WHERE schemaname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`,
+  const tables = await pool.query<{ t: string; settled: boolean }>(
+    `SELECT format('%I.%I', n.nspname, c.relname) AS t,
+            coalesce('autovacuum_enabled=false' = ANY (c.reloptions), false) AS settled
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.relkind = 'r' AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') ORDER BY 1`,
   );
-  for (const { t } of tables.rows) {
-    await pool.query(`ALTER TABLE ${t} SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)`);
+  for (const { t, settled } of tables.rows) {
+    if (!settled)
+      await pool.query(`ALTER TABLE ${t} SET (autovacuum_enabled = false, toast.autovacuum_enabled = false)`);
   }
   if (tables.rows.length > 0) await pool.query(`VACUUM (ANALYZE) ${tables.rows.map((row) => row.t).join(", ")}`);
+  const catalogs = await pool.query<{ t: string }>(
+    `SELECT format('pg_catalog.%I', relname) AS t FROM pg_class
+      WHERE relnamespace = 'pg_catalog'::regnamespace AND relkind = 'r' AND NOT relisshared ORDER BY relname = 'pg_statistic', 1`,
+  );
+  const list = catalogs.rows.map((row) => row.t).join(", ");
+  await pool.query(`ANALYZE ${list}`);
+  await pool.query(`VACUUM ${list}`);
+}
+
+/** One measured round's place in the WAL (`runPeersPhase`'s `onRound`). */
+export interface PeersRoundWal {
+  readonly row: string;
+  readonly items: number;
+  /** The round's index in its level (warm-up rounds first). */
+  readonly round: number;
+  readonly steps: number;
+  readonly walFrom: bigint;
+  readonly walTo: bigint;
 }
 
 /** A queue of rounds handed to the DBOS workflow from the bench, each answered when it is done. */
@@ -245,6 +272,11 @@ export async function runPeersPhase(options: {
    * page images the first write of each page after it logs fall in the fills and not in the rounds.
    */
   readonly checkpoint?: () => Promise<boolean>;
+  /**
+   * Told each measured round's WAL range (bytes from 0, as `pg_current_wal_insert_lsn()`), for a
+   * probe that reads a round's records with pg_waldump (`bench/probe/peers-ab.mjs`).
+   */
+  readonly onRound?: (round: PeersRoundWal) => void;
 }): Promise<PeersFigures> {
   const { pool, log } = options;
   const steps = new StepMarks();
@@ -428,7 +460,11 @@ export async function runPeersPhase(options: {
     }
 
     /** Runs one round of a row with the counters read around it. */
-    async function measure(tally: LevelTally | null, round: () => Promise<number[]>): Promise<void> {
+    async function measure(
+      tally: LevelTally | null,
+      round: () => Promise<number[]>,
+      where: Omit<PeersRoundWal, "walFrom" | "walTo" | "steps">,
+    ): Promise<void> {
       const counters = await readCounters(pool);
       const ticks = await postgresCpuTicks(pool);
       const cpu = ownCpuMs();
@@ -443,6 +479,12 @@ export async function runPeersPhase(options: {
       tally.xacts += delta.writeTransactions;
       tally.wal += delta.walBytes;
       tally.walRounds.push(delta.walBytes / times.length);
+      options.onRound?.({
+        ...where,
+        steps: times.length,
+        walFrom: counters.walBytes,
+        walTo: counters.walBytes + BigInt(delta.walBytes),
+      });
     }
 
     for (const items of options.levels) {
@@ -475,18 +517,26 @@ export async function runPeersPhase(options: {
       const levelFloor = new FloorProbe(pool);
       for (const [round, key] of keys.entries()) {
         const measured = round >= warmup;
-        await measure(measured ? level.postgres : null, () =>
-          sessionRound(key, `${items}-${round}`, measured ? level.postgres : null),
+        await measure(
+          measured ? level.postgres : null,
+          () => sessionRound(key, `${items}-${round}`, measured ? level.postgres : null),
+          { row: "store-postgres", items, round },
         );
-        await measure(measured ? level.postgresHeld : null, () =>
-          sessionRound(`held-${key}`, `${items}-${round}`, measured ? level.postgresHeld : null, heldWorker),
+        await measure(
+          measured ? level.postgresHeld : null,
+          () => sessionRound(`held-${key}`, `${items}-${round}`, measured ? level.postgresHeld : null, heldWorker),
+          { row: "store-postgres held", items, round },
         );
         if (measured) {
           await floor.batch(options.floorWritesPerRound);
           await levelFloor.batch(options.floorWritesPerRound);
         }
-        await measure(measured ? level.dbos : null, () => dbosRound(key, items));
-        await measure(measured ? level.langgraph : null, () => langGraphRound(key, items));
+        await measure(measured ? level.dbos : null, () => dbosRound(key, items), { row: "DBOS", items, round });
+        await measure(measured ? level.langgraph : null, () => langGraphRound(key, items), {
+          row: "LangGraph",
+          items,
+          round,
+        });
         await mailbox(key).send("stop");
         await running.get(key)!.getResult();
         running.delete(key);
