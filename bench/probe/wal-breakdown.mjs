@@ -87,6 +87,13 @@ const asPg = (args) =>
   execFileSync("runuser", ["-u", "postgres", "--", waldump, ...args], { maxBuffer: 1 << 30 }).toString();
 const stats = asPg(["-p", walDir, "-s", from, "-e", to, "--stats=record"]);
 const dump = asPg(["-p", walDir, "-s", from, "-e", to]);
+// SHOW_RECORDS=<relation>: also print the first 60 records of that relation (type, length, description).
+if (process.env.SHOW_RECORDS) {
+  const node = [...names].find(([, name]) => name === process.env.SHOW_RECORDS)?.[0];
+  const lines = dump.split("\n").filter((line) => node && line.includes(`/${node} `));
+  for (const line of lines.slice(0, 60))
+    console.log(line.replace(/^rmgr: (\S+)\s+len \(rec\/tot\):\s*(\d+)\/\s*(\d+).*?desc: (.*)$/, "$1 $3 B: $4"));
+}
 const byRel = new Map();
 let total = 0;
 for (const line of dump.split("\n")) {
