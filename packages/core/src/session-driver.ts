@@ -98,6 +98,19 @@ export interface DriveOptions {
    * the start is committed before the call.
    */
   readonly turnStartHoldMs?: number;
+  /**
+   * The commit of a model step's result that starts nothing but `read` tool calls (no approval, no
+   * other effect, nothing else due) may wait this many milliseconds to go with the turn's next
+   * commit (the first of those calls' results, or a cancellation), the calls running meanwhile: a
+   * read call that answers in time makes one commit fewer. After that time it goes alone, while the
+   * calls run. Only under a lease the drive holds (not `claim`), and not in a drive that recovered a
+   * turn. What it costs: a crash in that time loses the model's answer, so the next worker runs that
+   * model step again (as after any crash during a model call, the interrupted call is not counted
+   * among its attempts) and the read calls again (a read is safe to repeat); that worker's drive
+   * recovered the turn, so it holds nothing, and a read that kills its worker again has its attempt
+   * counted. Default 0: the result is committed before the calls run.
+   */
+  readonly readToolHoldMs?: number;
 }
 
 /**
@@ -161,7 +174,8 @@ class SessionDriver {
   private lingerUntil: number | null = null;
   private lost = false;
   /**
-   * A turn's start not committed yet (`turnStartHoldMs`): the next commit of the drive takes it (its
+   * A turn's start (`turnStartHoldMs`) or a model's result that starts only reads (`readToolHoldMs`)
+   * not committed yet: the next commit of the drive takes it (its
    * head, if it brings none, its history before its own, its events first), or its timer sends it alone.
    */
   private held: {
@@ -171,6 +185,12 @@ class SessionDriver {
     readonly events: readonly EventBody[];
     readonly timer: ReturnType<typeof setTimeout>;
   } | null = null;
+  /**
+   * This drive recovered a turn some worker had left running (a `session_recovered` event): it holds
+   * no model result for reads (`readToolHoldMs`), so a read that kills its worker has its attempts
+   * counted, and a crash loop ends within the call's attempts.
+   */
+  private recovered = false;
   /** The history in memory holds items of a held start that no commit stored yet. */
   private historyAhead = false;
   /** When the lease expires (epoch ms), as the last commit that extended it said. */
@@ -435,6 +455,7 @@ class SessionDriver {
     const pin = this.pinned;
     this.pinned = null;
     const t = applyAll(pin?.head ?? this.head, inputs, { config: this.config, now: Date.now(), startSteps: !stopping });
+    if (t.events.some((event) => event.type === "session_recovered")) this.recovered = true;
     // The commit that leaves nothing running and nothing due ends the drive: it releases the lease
     // too, unless a notification says the inbox may hold more (then the loop reads it first).
     const release =
@@ -449,7 +470,9 @@ class SessionDriver {
     const lingerMs = this.options.lingerMs ?? 0;
     const linger = release && lingerMs > 0 && this.options.lingerSignal?.aborted !== true;
     if (this.mayHold(t, inputs, pin !== null || deltas.length > 0)) {
-      this.hold(t);
+      this.hold(t, this.options.turnStartHoldMs!);
+    } else if (this.mayHoldForReads(t, inputs, pin !== null || deltas.length > 0)) {
+      this.hold(t, this.options.readToolHoldMs!);
     } else if (t.changed || deltas.length > 0 || pin || this.pendingDeltas.length > 0) {
       await this.serialized(async () => {
         const result = await this.commit({
@@ -517,9 +540,51 @@ class SessionDriver {
     );
   }
 
-  /** Keeps the turn's start for the drive's next commit; its timer sends it alone once `turnStartHoldMs` passed. */
-  private hold(t: { head: SessionHead; appendHistory: readonly HistoryItem[]; events: readonly EventBody[] }): void {
-    const timer = setTimeout(() => this.flushPending(), this.options.turnStartHoldMs);
+  /**
+   * Whether the transition's commit may wait for the turn's next one (`readToolHoldMs`): it applies a
+   * model step's result and nothing else, appends no history, asks no person, and launches only the
+   * first attempts of `read` calls; under a lease the drive holds (not a claim) with time to spare,
+   * with nothing else of the drive waiting to be committed, in a drive that recovered no turn.
+   */
+  private mayHoldForReads(
+    t: { head: SessionHead; appendHistory: readonly HistoryItem[]; due: { steps: readonly DueStep[] } },
+    inputs: readonly MachineInput[],
+    more: boolean,
+  ): boolean {
+    const holdMs = this.options.readToolHoldMs ?? 0;
+    const turn = t.head.turn;
+    return (
+      holdMs > 0 &&
+      !more &&
+      !this.recovered &&
+      inputs.length === 1 &&
+      inputs[0]!.type === "model_completed" &&
+      t.appendHistory.length === 0 &&
+      t.head.pendingInterrupts.length === this.head.pendingInterrupts.length &&
+      turn !== null &&
+      t.due.steps.length > 0 &&
+      t.due.steps.every((step) => {
+        if (step.kind !== "CallTool" || step.attempt !== 1 || step.turnId !== turn.turnId) return false;
+        const call = currentCalls(turn).find((c) => c.toolCallId === step.toolCallId);
+        return call !== undefined && call.effect === "read" && !call.needsApproval;
+      }) &&
+      !this.claimPending &&
+      this.held === null &&
+      this.commitsInFlight === 0 &&
+      this.pendingDeltas.length === 0 &&
+      this.leaseExpiresAt - Date.now() > holdMs + HOLD_LEASE_MARGIN_MS
+    );
+  }
+
+  /**
+   * Keeps the transition (a turn's start, or a model's result that starts only reads) for the drive's
+   * next commit; its timer sends it alone once `holdMs` passed.
+   */
+  private hold(
+    t: { head: SessionHead; appendHistory: readonly HistoryItem[]; events: readonly EventBody[] },
+    holdMs: number,
+  ): void {
+    const timer = setTimeout(() => this.flushPending(), holdMs);
     this.held = { head: t.head, runnable: isRunnable(t.head), appendHistory: t.appendHistory, events: t.events, timer };
     if (t.appendHistory.length > 0) {
       this.history!.push(...t.appendHistory);

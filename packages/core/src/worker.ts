@@ -42,6 +42,19 @@ export interface WorkerOptions {
    * call, whatever this says. 0 commits every start before the call. Default 20.
    */
   readonly turnStartHoldMs?: number;
+  /**
+   * How long the commit of a model step's result that starts nothing but `read` tool calls (no
+   * approval, nothing else due) may wait, in milliseconds, to go with the turn's next commit while
+   * those calls run: a read call that answers in time takes the model's result into its own commit,
+   * one commit fewer per such model step. Else the result is committed alone once this time passed,
+   * the calls still running. The cost: a worker that dies within this time loses the model's answer,
+   * and the next worker runs that model step and its reads again (an interrupted model call is not
+   * counted among the step's attempts, as after any crash during one). A drive that recovered a turn
+   * holds nothing, so a read that kills its worker has its attempts counted the next time. Only under
+   * a lease the drive holds (after its first commit). 0 commits every model result before its calls
+   * run. Default 20.
+   */
+  readonly readToolHoldMs?: number;
   /** Fallback poll for work when no notification arrives. Default 1 s. */
   readonly pollIntervalMs?: number;
   readonly coalescing?: CoalescerOptions;
@@ -120,6 +133,7 @@ export class Worker {
   private readonly leaseTtlMs: number;
   private readonly lingerMs: number;
   private readonly turnStartHoldMs: number;
+  private readonly readToolHoldMs: number;
   private readonly pollIntervalMs: number;
   private readonly held = new Map<string, Held>();
   /**
@@ -192,6 +206,12 @@ export class Worker {
     if (!Number.isFinite(this.turnStartHoldMs) || this.turnStartHoldMs < 0 || this.turnStartHoldMs > maxHold) {
       throw new ConfigurationError("invalid turnStartHoldMs", [
         `turnStartHoldMs is a number of milliseconds from 0 to ${maxHold} (1000 at most, and a quarter of leaseTtlMs)`,
+      ]);
+    }
+    this.readToolHoldMs = options.readToolHoldMs ?? 20;
+    if (!Number.isFinite(this.readToolHoldMs) || this.readToolHoldMs < 0 || this.readToolHoldMs > maxHold) {
+      throw new ConfigurationError("invalid readToolHoldMs", [
+        `readToolHoldMs is a number of milliseconds from 0 to ${maxHold} (1000 at most, and a quarter of leaseTtlMs)`,
       ]);
     }
     this.leaseRequest = {
@@ -464,6 +484,7 @@ export class Worker {
         ...(claim ? { claim: true } : {}),
         lingerMs: this.lingerMs,
         turnStartHoldMs: this.turnStartHoldMs,
+        readToolHoldMs: this.readToolHoldMs,
         lingerSignal: entry.linger.signal,
         onLinger: (lingering) => {
           entry.lingeringSince = lingering ? Date.now() : null;
