@@ -1,6 +1,7 @@
 // A/B probe of the peers row: runs bench/dist/peers-phase.js of the repo given as argv[2] (its own
 // builds of the packages) on a private PostgreSQL, levels from LEVELS (default 10,1000), ROUNDS rounds.
 // BENCH_PG_CHECKPOINTS=server: the server's own checkpoint settings, not the bench's.
+// BENCH_READ_TOOL_HOLD_MS=<ms>: both store-postgres rows' readToolHoldMs (core's default 0), for an A/B of the held model result.
 // ROUNDS_WAL=1: also each round's WAL per step and the tables autovacuum and autoanalyze visited.
 // usage: node probe/peers-ab.mjs <repo> <tag>   (e.g. a git worktree of an older commit, built, next to this one, in turns)
 import { pathToFileURL } from "node:url";

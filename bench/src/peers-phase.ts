@@ -287,7 +287,11 @@ export async function runPeersPhase(options: {
   await migrate(pool, { schema: "bench_peers" });
   const store = new PostgresStore({ pool, schema: "bench_peers" });
   const definition = defineSession({ name: SESSION_AGENT, runner, policies: { look_up: { effect: "read" } } });
-  const worker = new Worker({ store, sessions: [definition] }).start();
+  // Probes only (bench/probe/peers-ab.mjs): BENCH_READ_TOOL_HOLD_MS sets both store-postgres rows'
+  // readToolHoldMs (core's default is 0), for an A/B of the model result held for its reads.
+  const readHold = process.env.BENCH_READ_TOOL_HOLD_MS;
+  const readHoldOption = readHold === undefined ? {} : { readToolHoldMs: Number(readHold) };
+  const worker = new Worker({ store, sessions: [definition], ...readHoldOption }).start();
   const heldDefinition = defineSession({ name: HELD_AGENT, runner, policies: { look_up: { effect: "read" } } });
   // Probes only (bench/probe/peers-ab.mjs): BENCH_TURN_START_HOLD_MS sets the held row's
   // turnStartHoldMs (0: every turn's start committed before its first model call), for an A/B of the hold.
@@ -298,6 +302,7 @@ export async function runPeersPhase(options: {
     leaseTtlMs: HELD_LEASE_MS,
     lingerMs: HELD_LEASE_MS,
     ...(hold === undefined ? {} : { turnStartHoldMs: Number(hold) }),
+    ...readHoldOption,
   }).start();
   const client = new SessionClient({ store, agents: [SESSION_AGENT, HELD_AGENT] });
 

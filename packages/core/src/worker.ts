@@ -52,7 +52,9 @@ export interface WorkerOptions {
    * counted among the step's attempts, as after any crash during one). A drive that recovered a turn
    * holds nothing, so a read that kills its worker has its attempts counted the next time. Only under
    * a lease the drive holds (after its first commit). 0 commits every model result before its calls
-   * run. Default 20.
+   * run. Default 0: a read's first attempt is counted even when its worker dies during it, as the
+   * session suite's scenario "a worker dying inside a read call" requires (with a hold, a worker that
+   * dies within it leaves that attempt uncounted).
    */
   readonly readToolHoldMs?: number;
   /** Fallback poll for work when no notification arrives. Default 1 s. */
@@ -208,7 +210,7 @@ export class Worker {
         `turnStartHoldMs is a number of milliseconds from 0 to ${maxHold} (1000 at most, and a quarter of leaseTtlMs)`,
       ]);
     }
-    this.readToolHoldMs = options.readToolHoldMs ?? 20;
+    this.readToolHoldMs = options.readToolHoldMs ?? 0;
     if (!Number.isFinite(this.readToolHoldMs) || this.readToolHoldMs < 0 || this.readToolHoldMs > maxHold) {
       throw new ConfigurationError("invalid readToolHoldMs", [
         `readToolHoldMs is a number of milliseconds from 0 to ${maxHold} (1000 at most, and a quarter of leaseTtlMs)`,

@@ -1,10 +1,11 @@
 /**
- * A model step's result that starts nothing but `read` calls may wait `readToolHoldMs` for the first
- * of their results and go in its commit: a read that answers in time makes one commit fewer (the
+ * A model step's result that starts nothing but `read` calls may wait `readToolHoldMs` (0 by default:
+ * nothing waits) for the first of their results and go in its commit: a read that answers in time makes one commit fewer (the
  * same events in the same order, the same history); a slower one finds the result committed alone
  * while it runs; a call of any other effect, or one a person must approve, is never run before its
- * start is stored; a worker that dies while the result is held loses only the model's answer, and
- * the next worker calls the model again as a retry of that step.
+ * start is stored; a worker that dies while the result is held loses the model's answer (the next
+ * worker runs the step and its reads again, the read's first run left uncounted) and holds nothing
+ * in the drive that recovers the turn.
  */
 import { describe, expect, it } from "vitest";
 import { ConfigurationError, defineSession, SessionClient, Worker, type ToolEffect } from "../src/index.js";
@@ -130,6 +131,25 @@ describe("Worker readToolHoldMs", () => {
       "step_completed",
       "step_started",
     ]);
+  });
+
+  it("holds nothing by default: a Worker made without readToolHoldMs stores each model result before its reads run", async () => {
+    const store = new RecordingStore();
+    const definition = defineSession({
+      name: "echo",
+      runner: gatedRunner().runner,
+      policies: { look_up: { effect: "read" } },
+    });
+    const worker = new Worker({ store, sessions: [definition], turnStartHoldMs: 0 }).start();
+    const client = new SessionClient({ store });
+    const { sessionId } = await client.startSession({ agent: "echo", message: TWO_CALLS });
+    await client.waitUntilIdle(sessionId);
+    await worker.stop();
+    const plain = await oneTurn(0, TWO_CALLS);
+    expect(store.applied.length).toBe(plain.commits.length);
+    expect(store.applied.map((c) => c.events.map((e) => e.type))).toEqual(
+      plain.commits.map((c) => c.events.map((e) => e.type)),
+    );
   });
 
   it("never holds a result that starts a call of another effect: it is stored before the call runs", async () => {

@@ -75,8 +75,6 @@ function setup(turnStartHoldMs: number, runner: Runner, store = new RecordingSto
     lingerMs: 10_000,
     leaseTtlMs: 30_000,
     turnStartHoldMs,
-    // The model's results that start the read calls are committed before the calls (readToolHoldMs has its own tests).
-    readToolHoldMs: 0,
   }).start();
   const client = new SessionClient({ store });
   return { store, worker, client, definition, raw: memoryRawReader(store) };
@@ -152,7 +150,6 @@ describe("Worker turnStartHoldMs", () => {
         lingerMs: 10_000,
         leaseTtlMs: 30_000,
         turnStartHoldMs,
-        readToolHoldMs: 0,
       }).start();
       const client = new SessionClient({ store });
       const a = (await client.startSession({ agent: "echo", message: TWO_CALLS })).sessionId;
@@ -267,7 +264,7 @@ describe("Worker turnStartHoldMs", () => {
       expiresAt: stored.leaseExpiresAt!,
     });
     gated.release();
-    const second = new Worker({ store, sessions: [first.definition], lingerMs: 0, readToolHoldMs: 0 }).start();
+    const second = new Worker({ store, sessions: [first.definition], lingerMs: 0 }).start();
     const done = await client.waitUntilIdle(sessionId, { timeoutMs: 10_000 });
     await second.stop();
     expect(done.turn?.finalText).toBe("Results: look_up -> value of a | look_up -> value of b");

@@ -206,14 +206,7 @@ describe("Worker", () => {
     const { definition, gates, returned } = gatedTool();
     const store = new MemoryStore();
     const client = new SessionClient({ store });
-    // The model's result is committed before the read call runs (readToolHoldMs: 0), so the call's start is stored.
-    const first = new Worker({
-      store,
-      sessions: [definition],
-      pollIntervalMs: 20,
-      leaseTtlMs: 300,
-      readToolHoldMs: 0,
-    }).start();
+    const first = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 300 }).start();
     const { sessionId } = await client.startSession({ agent: "gated", message: 'call slow_read {"key":"a"}' });
     await until(() => gates.length === 1);
     crashWorker(first);
