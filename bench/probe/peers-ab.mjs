@@ -102,7 +102,8 @@ if (waldump) {
     for (const items of levels) {
       const mine = roundsWal.filter((r) => r.row === row && r.items === items);
       const perStep = mine.map((r) => Number(r.walTo - r.walFrom) / r.steps);
-      const median = [...perStep].sort((a, b) => a - b)[Math.floor(perStep.length / 2)];
+      // The nearest-rank median, as the bench's summarize takes it.
+      const median = [...perStep].sort((a, b) => a - b)[Math.ceil(perStep.length / 2) - 1];
       const typical = perStep.indexOf(median);
       for (const [i, r] of mine.entries()) {
         if (perStep[i] - median < 500 && i !== typical) continue;
