@@ -3,6 +3,7 @@
 // in the committing process waits for the echo of a write it has already seen succeed.
 // usage: node probe/notice-lag.mjs [commits=300]
 import { performance } from "node:perf_hooks";
+import { newSessionHead } from "@durable-agents/core/engine";
 import { migrate, PostgresStore } from "@durable-agents/store-postgres";
 import { startPostgres } from "@durable-agents/store-postgres/testing";
 import pg from "pg";
@@ -22,23 +23,8 @@ store.subscribe((notice) => {
 });
 await store.listening();
 await new Promise((r) => setTimeout(r, 300));
-const head = (id) => ({
-  schemaVersion: 1,
-  sessionId: id,
-  agent: "a",
-  status: "idle",
-  turnCount: 0,
-  historyLength: 0,
-  turn: null,
-  queue: [],
-  pendingInterrupts: [],
-  usage: { modelCalls: 0, inputTokens: 0, outputTokens: 0, totalTokens: 0 },
-  inboxCursor: 0,
-  createdAt: new Date(0).toISOString(),
-  definition: null,
-});
 await store.createSession({
-  head: head("s"),
+  head: newSessionHead("s", "a", new Date(0).toISOString()),
   events: [],
   inbox: { entry: { kind: "message", text: "hi", messageId: null }, dedupeKey: null },
 });

@@ -531,9 +531,19 @@ class SessionDriver {
       step.modelStep === 1 &&
       step.attempt === 1 &&
       step.turnId !== this.head.turn?.turnId &&
+      this.history !== null &&
+      this.free(holdMs)
+    );
+  }
+
+  /**
+   * What every hold needs of the drive: a lease it holds (not a claim) with time to spare past the
+   * hold, nothing held already, and nothing else waiting to be committed.
+   */
+  private free(holdMs: number): boolean {
+    return (
       !this.claimPending &&
       this.held === null &&
-      this.history !== null &&
       this.commitsInFlight === 0 &&
       this.pendingDeltas.length === 0 &&
       this.leaseExpiresAt - Date.now() > holdMs + HOLD_LEASE_MARGIN_MS
@@ -568,11 +578,7 @@ class SessionDriver {
         const call = currentCalls(turn).find((c) => c.toolCallId === step.toolCallId);
         return call !== undefined && call.effect === "read" && !call.needsApproval;
       }) &&
-      !this.claimPending &&
-      this.held === null &&
-      this.commitsInFlight === 0 &&
-      this.pendingDeltas.length === 0 &&
-      this.leaseExpiresAt - Date.now() > holdMs + HOLD_LEASE_MARGIN_MS
+      this.free(holdMs)
     );
   }
 

@@ -203,19 +203,19 @@ export class Worker {
         `lingerMs is a number of milliseconds from 0 to leaseTtlMs (${this.leaseTtlMs})`,
       ]);
     }
-    this.turnStartHoldMs = options.turnStartHoldMs ?? 20;
     const maxHold = Math.min(1_000, this.leaseTtlMs / 4);
-    if (!Number.isFinite(this.turnStartHoldMs) || this.turnStartHoldMs < 0 || this.turnStartHoldMs > maxHold) {
-      throw new ConfigurationError("invalid turnStartHoldMs", [
-        `turnStartHoldMs is a number of milliseconds from 0 to ${maxHold} (1000 at most, and a quarter of leaseTtlMs)`,
-      ]);
-    }
-    this.readToolHoldMs = options.readToolHoldMs ?? 0;
-    if (!Number.isFinite(this.readToolHoldMs) || this.readToolHoldMs < 0 || this.readToolHoldMs > maxHold) {
-      throw new ConfigurationError("invalid readToolHoldMs", [
-        `readToolHoldMs is a number of milliseconds from 0 to ${maxHold} (1000 at most, and a quarter of leaseTtlMs)`,
-      ]);
-    }
+    /** A hold option's value: a number of milliseconds from 0 to `maxHold`, else a `ConfigurationError`. */
+    const holdOption = (name: "turnStartHoldMs" | "readToolHoldMs", fallback: number): number => {
+      const value = options[name] ?? fallback;
+      if (!Number.isFinite(value) || value < 0 || value > maxHold) {
+        throw new ConfigurationError(`invalid ${name}`, [
+          `${name} is a number of milliseconds from 0 to ${maxHold} (1000 at most, and a quarter of leaseTtlMs)`,
+        ]);
+      }
+      return value;
+    };
+    this.turnStartHoldMs = holdOption("turnStartHoldMs", 20);
+    this.readToolHoldMs = holdOption("readToolHoldMs", 0);
     this.leaseRequest = {
       workerId: this.workerId,
       ttlMs: this.leaseTtlMs,

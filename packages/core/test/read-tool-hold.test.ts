@@ -9,19 +9,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { ConfigurationError, defineSession, SessionClient, Worker, type ToolEffect } from "../src/index.js";
-import type { Commit } from "../src/engine.js";
 import { crashWorker, MemoryStore, memoryRawReader, ScriptedRunner } from "../src/testing/index.js";
+import { RecordingStore } from "./support/recording-store.js";
 import { until } from "./support/until.js";
-
-/** A memory store that keeps every commit it applied, in order. */
-class RecordingStore extends MemoryStore {
-  readonly applied: Commit[] = [];
-  override async commit(...args: Parameters<MemoryStore["commit"]>) {
-    const result = await super.commit(...args);
-    this.applied.push(args[0]);
-    return result;
-  }
-}
 
 /**
  * The scripted runner with one tool, `look_up`, whose calls for a key containing `slow` wait until

@@ -7,19 +7,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { ConfigurationError, defineSession, LeaseLostError, SessionClient, Worker, type Runner } from "../src/index.js";
-import { type Commit, driveSession, HistoryCache } from "../src/engine.js";
+import { driveSession, HistoryCache } from "../src/engine.js";
 import { crashWorker, MemoryStore, memoryRawReader, ScriptedRunner } from "../src/testing/index.js";
+import { RecordingStore } from "./support/recording-store.js";
 import { until } from "./support/until.js";
-
-/** A memory store that keeps every commit it applied, in order. */
-class RecordingStore extends MemoryStore {
-  readonly applied: Commit[] = [];
-  override async commit(...args: Parameters<MemoryStore["commit"]>) {
-    const result = await super.commit(...args);
-    this.applied.push(args[0]);
-    return result;
-  }
-}
 
 /**
  * The scripted runner, whose model calls for a message containing `slow` wait until `release()`;
