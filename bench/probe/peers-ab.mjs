@@ -2,6 +2,7 @@
 // builds of the packages) on a private PostgreSQL, levels from LEVELS (default 10,1000), ROUNDS rounds.
 // BENCH_PG_CHECKPOINTS=server: the server's own checkpoint settings, not the bench's.
 // BENCH_READ_TOOL_HOLD_MS=<ms>: both store-postgres rows' readToolHoldMs (core's default 0), for an A/B of the held model result.
+// BENCH_COMPRESS_HEADS=1: both store-postgres rows' store writes compressed heads (compressHeads, off by default).
 // ROUNDS_WAL=1: also each round's WAL per step and the tables autovacuum and autoanalyze visited.
 // usage: node probe/peers-ab.mjs <repo> <tag>   (e.g. a git worktree of an older commit, built, next to this one, in turns)
 import { pathToFileURL } from "node:url";

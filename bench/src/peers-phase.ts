@@ -285,7 +285,13 @@ export async function runPeersPhase(options: {
   // store-postgres, with the Restate row's runner and turn.
   const runner = markedScriptedRunner(steps);
   await migrate(pool, { schema: "bench_peers" });
-  const store = new PostgresStore({ pool, schema: "bench_peers" });
+  // Probes only (bench/probe/peers-ab.mjs): BENCH_COMPRESS_HEADS=1 makes the store write compressed
+  // heads (compressHeads; the store's default is false), for an A/B of the opt-in low-WAL settings.
+  const store = new PostgresStore({
+    pool,
+    schema: "bench_peers",
+    ...(process.env.BENCH_COMPRESS_HEADS === "1" ? { compressHeads: true } : {}),
+  });
   const definition = defineSession({ name: SESSION_AGENT, runner, policies: { look_up: { effect: "read" } } });
   // Probes only (bench/probe/peers-ab.mjs): BENCH_READ_TOOL_HOLD_MS sets both store-postgres rows'
   // readToolHoldMs (core's default is 0), for an A/B of the model result held for its reads.
