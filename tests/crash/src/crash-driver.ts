@@ -53,6 +53,14 @@ export interface CrashRunOptions {
   readonly leaseTtlMs?: number;
   /** How long a worker keeps an idle session's lease (the Worker's `lingerMs`). Default: the Worker's. */
   readonly lingerMs?: number;
+  /**
+   * The workers' `readToolHoldMs` (a model's result that starts only reads may wait for the first
+   * read's result). A read's run inside the hold is not counted among its attempts, so the checks
+   * then allow a read one run its attempts do not list, in a worker that was killed (see invariants.ts).
+   */
+  readonly readToolHoldMs?: number;
+  /** PostgreSQL: the workers' stores write compressed heads (`compressHeads: true`). */
+  readonly compressHeads?: boolean;
   readonly pollIntervalMs?: number;
   /** Chance that one tool execution fails. Default 0.2. */
   readonly failureRate?: number;
@@ -238,6 +246,8 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
     storeArgs: backend.workerArgs,
     leaseTtlMs: options.leaseTtlMs ?? 1500,
     ...(options.lingerMs === undefined ? {} : { lingerMs: options.lingerMs }),
+    ...(options.readToolHoldMs === undefined ? {} : { readToolHoldMs: options.readToolHoldMs }),
+    ...(options.compressHeads === true ? { compressHeads: true } : {}),
     pollIntervalMs: options.pollIntervalMs ?? 100,
     failureRate: options.failureRate ?? 0.2,
     ...(options.workerConcurrency ? { concurrency: options.workerConcurrency } : {}),
@@ -749,6 +759,7 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
       cancels: acceptedCancels,
       refusedDecisions,
       ...(options.requireFinishedExecutions ? { requireFinishedExecutions: true } : {}),
+      ...((options.readToolHoldMs ?? 0) > 0 ? { readsMayRunUncounted: true } : {}),
     });
     violations.push(...checked.violations);
     counts.durationMs = Date.now() - started;

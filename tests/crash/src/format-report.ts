@@ -35,6 +35,11 @@ export function formatReport(result: CrashRunResult): string {
     `executions per worker: ${perWorker.length} workers, ${perWorker.join("/")}; sessions on several workers ${stats.sessionsOnSeveralWorkers}; ` +
       `executions without a recorded end ${stats.executionsWithoutEnd}`,
     `client calls retried while the database was away ${counts.transientClientErrors}; worker error lines: ${list(counts.workerErrors)}`,
+    ...(stats.readResultsHeld + stats.uncountedReadRuns > 0
+      ? [
+          `reads held with their model's result ${stats.readResultsHeld}; uncounted read runs ${stats.uncountedReadRuns}`,
+        ]
+      : []),
     ...(result.store.kind === "sqlite"
       ? [
           `sqlite: kills aimed at ${list(result.store.figures.killsAimedAt)}; workers died in: ${list(result.store.figures.killsDiedIn)} ` +

@@ -43,6 +43,15 @@ export interface InvariantOptions {
   readonly refusedDecisions: readonly RefusedDecision[];
   /** Every execution must have recorded its end (a run without kills and restarts). */
   readonly requireFinishedExecutions?: boolean;
+  /**
+   * The workers ran with core's `readToolHoldMs`: a model's result that starts only reads may wait
+   * for the first read's result, so a read can run before its start is committed. A worker killed
+   * then leaves a run its call's attempts do not list (or a run of a call no stored response asked
+   * for, when the turn ended before the model was asked again). The checks then allow each read
+   * call one such run, the first of its runs, in a killed worker, and count them; every other check
+   * stays as it is.
+   */
+  readonly readsMayRunUncounted?: boolean;
 }
 
 export interface InvariantStats {
@@ -95,6 +104,10 @@ export interface InvariantStats {
   rerunAfterApproval: number;
   /** Attention interrupts raised (calls left `outcome_unknown`); the driver resolves none. */
   attentionRaised: number;
+  /** Read calls requested and completed by one commit (the model's result held for the read: `readToolHoldMs`). */
+  readResultsHeld: number;
+  /** Read runs no committed attempt lists, in a killed worker (allowed with `readsMayRunUncounted`). */
+  uncountedReadRuns: number;
 }
 
 export interface InvariantReport {
@@ -496,6 +509,8 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
     offeredAgain: 0,
     rerunAfterApproval: 0,
     attentionRaised: 0,
+    readResultsHeld: 0,
+    uncountedReadRuns: 0,
   };
   const bump = (record: Record<string, number>, key: string) => {
     record[key] = (record[key] ?? 0) + 1;
@@ -791,9 +806,44 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
       list.push(execution);
       byCall.set(execution.toolCallId, list);
     }
+    // A run is the uncounted run of a held read: a read, in a worker that was killed, the call's first
+    // run, whose attempt no committed start lists or another run repeats (readsMayRunUncounted).
+    const killed = (run: ExecutionRow) => lives.get(run.workerPid)?.killedAt != null;
+    for (const [callId, runs] of byCall) {
+      if (!options.readsMayRunUncounted) break;
+      const call = walk.calls.get(callId);
+      const first = [...runs].sort((a, b) => a.startedAt - b.startedAt)[0]!;
+      if (first.tool !== "read" || !killed(first)) continue;
+      const uncounted =
+        call === undefined ||
+        !call.attempts.includes(first.attempt) ||
+        runs.some((run) => run !== first && run.attempt === first.attempt);
+      if (!uncounted) continue;
+      stats.uncountedReadRuns += 1;
+      if (call === undefined && runs.length === 1) byCall.delete(callId);
+      else
+        byCall.set(
+          callId,
+          runs.filter((run) => run !== first),
+        );
+    }
     for (const callId of byCall.keys()) {
       if (!walk.calls.has(callId))
         violations.push(`${id}: a tool ran for call ${callId}, which no model response requested`);
+    }
+    // Read calls whose request and result went in one commit (one commit, one database time).
+    const requestedAt = new Map<string, number>();
+    for (const event of data.events.get(id) ?? []) {
+      if (event.type === "tool_calls_requested") {
+        for (const requested of (event.data.calls ?? []) as { toolCallId: string }[])
+          requestedAt.set(requested.toolCallId, event.at);
+      } else if (
+        event.type === "tool_call_completed" &&
+        event.data.name === "read" &&
+        requestedAt.get(String(event.data.toolCallId)) === event.at
+      ) {
+        stats.readResultsHeld += 1;
+      }
     }
     for (const [callId, call] of walk.calls) {
       stats.calls += 1;

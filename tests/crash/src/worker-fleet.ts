@@ -25,6 +25,10 @@ export interface WorkerFleetOptions {
   readonly leaseTtlMs: number;
   /** The Worker's `lingerMs`; its default when left out. */
   readonly lingerMs?: number;
+  /** The Worker's `readToolHoldMs`; its default (0) when left out. */
+  readonly readToolHoldMs?: number;
+  /** PostgreSQL: the store's `compressHeads: true`. */
+  readonly compressHeads?: boolean;
   readonly pollIntervalMs: number;
   readonly failureRate: number;
   readonly concurrency?: number;
@@ -127,6 +131,8 @@ export class WorkerFleet {
       "--lease-ttl-ms",
       String(o.leaseTtlMs),
       ...(o.lingerMs === undefined ? [] : ["--linger-ms", String(o.lingerMs)]),
+      ...(o.readToolHoldMs === undefined ? [] : ["--read-tool-hold-ms", String(o.readToolHoldMs)]),
+      ...(o.compressHeads === true ? ["--compress-heads", "true"] : []),
       "--poll-interval-ms",
       String(o.pollIntervalMs),
       "--failure-rate",

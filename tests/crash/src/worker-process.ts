@@ -13,7 +13,8 @@
  *   it stop inside its next write transaction, just before COMMIT, until it is killed.
  *
  * Common flags: `[--lease-ttl-ms 1500] [--linger-ms N] [--poll-interval-ms 100] [--failure-rate 0.2]
- * [--concurrency 16]`. SIGTERM stops it gracefully; it also exits when its stdin closes (its parent
+ * [--concurrency 16] [--read-tool-hold-ms N]`; PostgreSQL also `[--compress-heads true]` (the
+ * store's `compressHeads: true`). SIGTERM stops it gracefully; it also exits when its stdin closes (its parent
  * is gone). It prints `{"ready":<pid>}` once it listens, and every error the worker reports as one
  * JSON line on stderr.
  */
@@ -40,6 +41,8 @@ const flags = parseFlags(process.argv.slice(2), {
   "poll-interval-ms": "100",
   "failure-rate": "0.2",
   concurrency: "16",
+  "read-tool-hold-ms": "",
+  "compress-heads": "",
 });
 
 const fail = (message: string): never => {
@@ -72,7 +75,15 @@ function openPostgres(): Opened {
   // Idle connections die when PostgreSQL restarts; without a listener that would end the process.
   storePool.on("error", (error) => report("pool", error));
   toolPool.on("error", (error) => report("pool", error));
-  const store = new PostgresStore({ pool: storePool, pollIntervalMs: 500 });
+  const store = new PostgresStore({
+    pool: storePool,
+    pollIntervalMs: 500,
+    ...(flags["compress-heads"] === "true"
+      ? { compressHeads: true }
+      : flags["compress-heads"] === "" || flags["compress-heads"] === "false"
+        ? {}
+        : fail(`--compress-heads is true or false, not ${flags["compress-heads"]}`)),
+  });
   return {
     store,
     executions: postgresExecutionLog(toolPool),
@@ -125,6 +136,7 @@ const worker = new Worker({
   workerId: `crash-worker-${process.pid}`,
   leaseTtlMs: Number(flags["lease-ttl-ms"]),
   ...(flags["linger-ms"] === "" ? {} : { lingerMs: Number(flags["linger-ms"]) }),
+  ...(flags["read-tool-hold-ms"] === "" ? {} : { readToolHoldMs: Number(flags["read-tool-hold-ms"]) }),
   pollIntervalMs: Number(flags["poll-interval-ms"]),
   concurrency: Number(flags.concurrency),
   onError: (error) => report("worker", error),

@@ -346,4 +346,72 @@ describe("the invariant checks", () => {
     }
     throw new Error("the run has no completed turn with a call");
   });
+
+  describe("with reads held for their model's result (readsMayRunUncounted)", () => {
+    // A worker that was killed, and one that lived, beside the run's own (their runs are placed
+    // before every run of the session, so no window overlaps another worker's).
+    const killedPid = 999_001;
+    const livePid = 999_002;
+    const workers = () => [
+      ...run.workers,
+      { pid: killedPid, startedAt: 0, readyAt: 0, killedAt: 2, exitedAt: 3, exit: "SIGKILL" },
+      { pid: livePid, startedAt: 0, readyAt: 0, killedAt: null, exitedAt: 3, exit: "0" },
+    ];
+    /** The violations `data` adds, and its stats, with the allowance on or off. */
+    function checked(data: RunData, allow: boolean) {
+      const options = {
+        plan: run.plan,
+        workers: workers(),
+        cancels: run.cancels,
+        refusedDecisions: run.refusedDecisions,
+        ...(allow ? { readsMayRunUncounted: true } : {}),
+      };
+      const before = new Set(checkInvariants(run.data, options).violations);
+      const result = checkInvariants(data, options);
+      return { added: result.violations.filter((v) => !before.has(v)), stats: result.stats };
+    }
+    /** A run of `of`'s call before all of the session's, by `pid`, with `attempt`. */
+    function earlier(of: ReturnType<typeof execution>, pid: number, id: number, changes: object = {}) {
+      return { ...of, id, workerPid: pid, startedAt: 1, finishedAt: 2, ...changes };
+    }
+
+    it("allow a read one run its attempts do not list, first, in a killed worker, and count it", () => {
+      const data = copy(run.data);
+      const read = succeededExecution("read");
+      data.executions.push(earlier(read, killedPid, 1e9));
+      const allowed = checked(data, true);
+      expect(allowed.added).toEqual([]);
+      expect(allowed.stats.uncountedReadRuns).toBe(1);
+      // Without the allowance the same rows are a violation.
+      expect(checked(data, false).added.join("\n")).toContain(`call ${read.toolCallId} ran one attempt twice`);
+    });
+
+    it("allow it for a read whose call no stored response asked for (the turn ended before the model ran again)", () => {
+      const data = copy(run.data);
+      const read = succeededExecution("read");
+      data.executions.push(earlier(read, killedPid, 1e9, { toolCallId: "call_lost_with_its_worker" }));
+      expect(checked(data, true).added).toEqual([]);
+      expect(checked(data, false).added.join("\n")).toContain(
+        "a tool ran for call call_lost_with_its_worker, which no model response requested",
+      );
+    });
+
+    it("find such a run in a worker that was not killed, a second one, and one of a write", () => {
+      const live = copy(run.data);
+      const read = succeededExecution("read");
+      live.executions.push(earlier(read, livePid, 1e9));
+      expect(checked(live, true).added.join("\n")).toContain(`call ${read.toolCallId} ran one attempt twice`);
+
+      const twice = copy(run.data);
+      twice.executions.push(earlier(read, killedPid, 1e9), earlier(read, killedPid, 1e9 + 1, { startedAt: 1.5 }));
+      const second = checked(twice, true);
+      expect(second.added.join("\n")).toContain(`call ${read.toolCallId} ran one attempt twice`);
+      expect(second.stats.uncountedReadRuns).toBe(1);
+
+      const write = copy(run.data);
+      const key = succeededExecution("idempotent_write");
+      write.executions.push(earlier(key, killedPid, 1e9));
+      expect(checked(write, true).added.join("\n")).toContain(`call ${key.toolCallId} ran one attempt twice`);
+    });
+  });
 });
