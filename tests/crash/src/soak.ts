@@ -32,6 +32,8 @@ const flags = parseFlags(process.argv.slice(2), {
   store: "postgres",
   "sqlite-path": "",
   synchronous: "full",
+  "read-tool-hold-ms": "0",
+  "compress-heads": "false",
 });
 const number = (name: keyof typeof flags) => {
   const value = Number(flags[name]);
@@ -39,6 +41,11 @@ const number = (name: keyof typeof flags) => {
   return value;
 };
 const minutes = number("minutes");
+const readToolHoldMs = number("read-tool-hold-ms");
+if (flags["compress-heads"] !== "true" && flags["compress-heads"] !== "false")
+  throw new Error(`--compress-heads is true or false, not ${flags["compress-heads"]}`);
+if (flags["compress-heads"] === "true" && flags.store !== "postgres")
+  throw new Error("--compress-heads is a PostgreSQL store's setting: not with --store sqlite");
 const timeoutMinutes = flags["timeout-minutes"] ? number("timeout-minutes") : minutes + 10;
 
 const common = {
@@ -50,6 +57,8 @@ const common = {
   leaseTtlMs: number("lease-ttl-ms"),
   failureRate: number("failure-rate"),
   cancelRate: number("cancel-rate"),
+  ...(readToolHoldMs > 0 ? { readToolHoldMs } : {}),
+  ...(flags["compress-heads"] === "true" ? { compressHeads: true } : {}),
   spreadMs: minutes * 60_000,
   timeoutMs: timeoutMinutes * 60_000,
   log: (line: string) => process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`),

@@ -57,4 +57,13 @@ describe("the soak script", () => {
     expect(code).not.toBe(0);
     expect(output).toContain('unknown argument "--sesions"');
   });
+
+  it("refuses a --compress-heads that is not true or false, and one on SQLite", async () => {
+    const bad = await run(["--compress-heads", "yes"], 20_000);
+    expect(bad.code).not.toBe(0);
+    expect(bad.output).toContain("--compress-heads is true or false, not yes");
+    const sqlite = await run(["--store", "sqlite", "--compress-heads", "true"], 20_000);
+    expect(sqlite.code).not.toBe(0);
+    expect(sqlite.output).toContain("--compress-heads is a PostgreSQL store's setting");
+  });
 });
