@@ -233,6 +233,8 @@ export async function runCrashScenario(options: CrashRunOptions): Promise<CrashR
   const totalTurns = plan.reduce((sum, session) => sum + session.turns.length, 0);
   counts.turns = totalTurns;
 
+  if (options.compressHeads === true && options.sqlitePath)
+    throw new Error("compressHeads is a PostgreSQL store's setting: not with sqlitePath");
   const backend = await openBackend({
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...(options.sqlitePath ? { sqlitePath: options.sqlitePath } : {}),

@@ -808,24 +808,21 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
     }
     // A run is the uncounted run of a held read: a read, in a worker that was killed, the call's first
     // run, whose attempt no committed start lists or another run repeats (readsMayRunUncounted).
-    const killed = (run: ExecutionRow) => lives.get(run.workerPid)?.killedAt != null;
-    for (const [callId, runs] of byCall) {
-      if (!options.readsMayRunUncounted) break;
-      const call = walk.calls.get(callId);
-      const first = [...runs].sort((a, b) => a.startedAt - b.startedAt)[0]!;
-      if (first.tool !== "read" || !killed(first)) continue;
-      const uncounted =
-        call === undefined ||
-        !call.attempts.includes(first.attempt) ||
-        runs.some((run) => run !== first && run.attempt === first.attempt);
-      if (!uncounted) continue;
-      stats.uncountedReadRuns += 1;
-      if (call === undefined && runs.length === 1) byCall.delete(callId);
-      else
-        byCall.set(
-          callId,
-          runs.filter((run) => run !== first),
-        );
+    if (options.readsMayRunUncounted) {
+      for (const [callId, runs] of byCall) {
+        const call = walk.calls.get(callId);
+        const first = runs.reduce((a, b) => (b.startedAt < a.startedAt ? b : a));
+        if (first.tool !== "read" || lives.get(first.workerPid)?.killedAt == null) continue;
+        const uncounted =
+          call === undefined ||
+          !call.attempts.includes(first.attempt) ||
+          runs.some((run) => run !== first && run.attempt === first.attempt);
+        if (!uncounted) continue;
+        stats.uncountedReadRuns += 1;
+        const rest = runs.filter((run) => run !== first);
+        if (rest.length === 0) byCall.delete(callId);
+        else byCall.set(callId, rest);
+      }
     }
     for (const callId of byCall.keys()) {
       if (!walk.calls.has(callId))

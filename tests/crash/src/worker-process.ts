@@ -42,7 +42,7 @@ const flags = parseFlags(process.argv.slice(2), {
   "failure-rate": "0.2",
   concurrency: "16",
   "read-tool-hold-ms": "",
-  "compress-heads": "",
+  "compress-heads": "false",
 });
 
 const fail = (message: string): never => {
@@ -78,11 +78,7 @@ function openPostgres(): Opened {
   const store = new PostgresStore({
     pool: storePool,
     pollIntervalMs: 500,
-    ...(flags["compress-heads"] === "true"
-      ? { compressHeads: true }
-      : flags["compress-heads"] === "" || flags["compress-heads"] === "false"
-        ? {}
-        : fail(`--compress-heads is true or false, not ${flags["compress-heads"]}`)),
+    ...(flags["compress-heads"] === "true" ? { compressHeads: true } : {}),
   });
   return {
     store,
@@ -123,6 +119,10 @@ function openSqlite(): Opened {
   };
 }
 
+if (flags["compress-heads"] !== "true" && flags["compress-heads"] !== "false")
+  fail(`--compress-heads is true or false, not ${flags["compress-heads"]}`);
+if (flags["compress-heads"] === "true" && flags.store !== "postgres")
+  fail("--compress-heads is a PostgreSQL store's setting: not with --store sqlite");
 const opened =
   flags.store === "postgres"
     ? openPostgres()
