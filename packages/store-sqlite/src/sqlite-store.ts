@@ -258,21 +258,26 @@ export class SqliteStore implements SessionStore {
     storeInput.checkSessionId(sessionId);
     storeInput.checkInboxEntry(entry);
     storeInput.checkDedupeKey(dedupeKey);
-    const result = await this.write((): EnqueueResult => {
+    const result = await this.write((): EnqueueResult & { leased?: boolean } => {
       if (dedupeKey !== null) {
         const existing = this.statements.findDuplicate.get(sessionId, dedupeKey) as { seq: number } | undefined;
         if (existing) return { seq: existing.seq, duplicate: true };
       }
-      const bumped = this.statements.bumpInbox.get(sessionId) as { last_inbox_seq: number } | undefined;
+      const now = this.now();
+      const bumped = this.statements.bumpInbox.get({ session: sessionId, now }) as
+        | { last_inbox_seq: number; leased: number }
+        | undefined;
       if (!bumped) throw new SessionNotFoundError(sessionId);
-      this.statements.insertInbox.run(sessionId, bumped.last_inbox_seq, dedupeKey, JSON.stringify(entry), this.now());
-      return { seq: bumped.last_inbox_seq, duplicate: false };
+      this.statements.insertInbox.run(sessionId, bumped.last_inbox_seq, dedupeKey, JSON.stringify(entry), now);
+      return { seq: bumped.last_inbox_seq, duplicate: false, leased: bumped.leased === 1 };
     });
     if (!result.duplicate) {
       this.notify({ kind: "inbox", sessionId });
-      this.notify({ kind: "work" });
+      // `work` only for a session no live lease holds: its holder hears the inbox notice, and no
+      // other worker may take it (a lease that lapses later is found by the workers' poll).
+      if (!result.leased) this.notify({ kind: "work" });
     }
-    return result;
+    return { seq: result.seq, duplicate: result.duplicate };
   }
 
   async readInbox(sessionId: string, afterSeq: number): Promise<InboxItem[]> {

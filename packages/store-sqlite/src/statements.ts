@@ -41,7 +41,9 @@ WHERE id = ?`,
   insertHistory: "INSERT INTO history (session_id, position, item) VALUES (?, ?, ?)",
   insertEvent: "INSERT INTO events (session_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)",
   findDuplicate: "SELECT seq FROM inbox WHERE session_id = ? AND dedupe_key = ?",
-  bumpInbox: "UPDATE sessions SET last_inbox_seq = last_inbox_seq + 1 WHERE session_id = ? RETURNING last_inbox_seq",
+  // $session, $now; `leased`: a live lease holds the session (its holder hears the inbox notice, so no `work`)
+  bumpInbox: `UPDATE sessions SET last_inbox_seq = last_inbox_seq + 1 WHERE session_id = $session
+RETURNING last_inbox_seq, NOT ${leaseFree} AS leased`,
   insertInbox: "INSERT INTO inbox (session_id, seq, dedupe_key, entry, created_at) VALUES (?, ?, ?, ?, ?)",
   readInbox: "SELECT seq, entry FROM inbox WHERE session_id = ? AND seq > ? ORDER BY seq",
   // $agents (json array), $now

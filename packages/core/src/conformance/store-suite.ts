@@ -1019,5 +1019,49 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       await waitFor((n) => n.kind === "work");
       unsubscribe();
     });
+
+    test("an entry for a session a live lease holds wakes its holder only (an inbox notice, no work); once the lease lapsed it wakes the workers", async () => {
+      const { store } = await open();
+      const head = await create(store, { withMessage: true });
+      const l = await lease(store, "w1", LEASE_TTL_MS);
+      const seen: StoreNotification[] = [];
+      const unsubscribe = store.subscribe((n) => seen.push(n));
+      const waitFor = async (match: (n: StoreNotification) => boolean) => {
+        const deadline = Date.now() + 5_000;
+        while (!seen.some(match)) {
+          if (Date.now() > deadline) throw new Error("no notification");
+          await sleep(10);
+        }
+      };
+      try {
+        await store.enqueue(head.sessionId, message("while leased"), null);
+        // A later write's notice: a store's notices arrive in the order of its writes, so a work
+        // notice of the entry would have come before it.
+        await store.commit({
+          sessionId: head.sessionId,
+          fence: l.fence,
+          expectedVersion: 1,
+          events: [noteEvent("marker")],
+        });
+        await waitFor((n) => n.kind === "events" && n.sessionId === head.sessionId);
+        assert.ok(
+          seen.some((n) => n.kind === "inbox" && n.sessionId === head.sessionId),
+          "the holder hears the entry",
+        );
+        assert.deepEqual(
+          seen.filter((n) => n.kind === "work"),
+          [],
+          "no other worker may take the session, so none is woken",
+        );
+        await sleepUntil(l.expiresAt + 50);
+        seen.length = 0;
+        await store.enqueue(head.sessionId, message("after the lease lapsed"), null);
+        await waitFor((n) => n.kind === "work");
+        const next = await lease(store, "w2");
+        assert.equal(next.sessionId, head.sessionId);
+      } finally {
+        unsubscribe();
+      }
+    });
   });
 }

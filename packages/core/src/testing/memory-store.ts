@@ -186,7 +186,9 @@ export class MemoryStore implements SessionStore {
         return entries;
       },
     });
-    this.notify({ kind: "work" });
+    // `work` only for a session no live lease holds: its holder hears the inbox notice, and no other
+    // worker may take it (a lease that lapses later is found by the workers' poll).
+    if (!this.leased(record)) this.notify({ kind: "work" });
     return { seq, duplicate: false };
   }
 
@@ -347,7 +349,12 @@ export class MemoryStore implements SessionStore {
   }
 
   private holds(record: MemorySessionRecord, fence: number): boolean {
-    return record.fence === fence && record.leaseOwner !== null && (record.leaseExpiresAt ?? 0) > this.now();
+    return record.fence === fence && this.leased(record);
+  }
+
+  /** Whether a live lease holds the session. */
+  private leased(record: MemorySessionRecord): boolean {
+    return record.leaseOwner !== null && (record.leaseExpiresAt ?? 0) > this.now();
   }
 
   private appendEvents(record: MemorySessionRecord, events: readonly EventBody[]): void {
