@@ -90,7 +90,7 @@ async function rawSession(s) {
     for await (const _ of result) {
     }
     await result.completed;
-    log.push(["STEP_END", performance.now()]);
+    log.push(["TURN_END", performance.now()]);
     history = result.history;
     const entries = log;
     log = null;
@@ -104,7 +104,8 @@ function record(into, entries, start) {
     if (e[0] === "STEP_END") steps.push([]);
   }
   for (const [k, pos] of [0, 2, 4].entries()) {
-    const step = steps[pos];
+    // The last model step runs on to the turn's end (the run returned; the follower saw the turn end).
+    const step = pos === 4 ? [...steps[4], ...(steps[5] ?? [])] : steps[pos];
     const t0 = pos === 0 ? start : steps[pos - 1].at(-1)[1];
     const counts = new Map();
     for (const [what, at] of step) {
@@ -130,6 +131,7 @@ for (let s = 0; s < Number(sessionsArg) + 3; s++) {
     log.push(["SEND", start]);
     await client.sendMessage(sessionId, turnScript(sessionId, t, 2));
     await follower.turnEnd(`turn-${t}`);
+    log.push(["TURN_END", performance.now()]);
     const entries = log;
     log = null;
     if (s >= 3) record(perStep, entries, start);

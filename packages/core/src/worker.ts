@@ -324,6 +324,9 @@ export class Worker {
   /** Set by every wake-up, so that one arriving while the loop is busy (not waiting) is not lost. */
   private woken = false;
 
+  /** The loop waits at the concurrency limit: a drive that goes idle (lingers) must wake it. */
+  private waitingForSlot = false;
+
   private poke(): void {
     this.woken = true;
     const wake = this.wakeUp;
@@ -352,7 +355,9 @@ export class Worker {
       if (this.held.size - this.lingeringDrives() >= this.concurrency) {
         // A freed slot pokes; the loop then leases whatever is runnable.
         this.woken = false;
+        this.waitingForSlot = true;
         await this.wait(this.pollIntervalMs);
+        this.waitingForSlot = false;
         continue;
       }
       let lease: Lease | null = null;
@@ -491,8 +496,10 @@ export class Worker {
         onLinger: (lingering) => {
           entry.lingeringSince = lingering ? Date.now() : null;
           if (lingering) entry.lingeredAt = entry.lingeringSince;
-          // At the concurrency limit, the loop may lease other work in this slot now.
-          if (lingering && this.held.size >= this.concurrency) this.poke();
+          // A loop waiting for a slot may lease other work in this one now. A loop that waits because
+          // it found no work is woken by the next `work` notice instead: looking again now would find
+          // nothing (a store call per turn once the limit's worth of drives idle under kept leases).
+          if (lingering && this.waitingForSlot) this.poke();
         },
         lease,
         signal: controller.signal,

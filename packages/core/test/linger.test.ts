@@ -15,6 +15,12 @@ class CountingStore extends MemoryStore {
   releases = 0;
   renewals = 0;
   commits = 0;
+  /** `findWork` calls: the worker's looks for a session to take. */
+  looks = 0;
+  override findWork(...args: Parameters<MemoryStore["findWork"]>) {
+    this.looks += 1;
+    return super.findWork(...args);
+  }
   override async acquireLease(...args: Parameters<MemoryStore["acquireLease"]>) {
     const lease = await super.acquireLease(...args);
     if (lease) this.grants += 1;
@@ -36,6 +42,9 @@ class CountingStore extends MemoryStore {
   }
 }
 
+/** Calls of `hold` wait here until a test lets them go. */
+const holds: (() => void)[] = [];
+
 const definition = defineSession({
   name: "echo",
   runner: new ScriptedRunner({
@@ -46,9 +55,18 @@ const definition = defineSession({
         parameters: { key: "string" },
         execute: async (args) => `value of ${String(args.key)}`,
       },
+      {
+        name: "hold",
+        description: "Reads a value once let go.",
+        parameters: { key: "string" },
+        execute: async (args) => {
+          await new Promise<void>((resolve) => holds.push(resolve));
+          return `held ${String(args.key)}`;
+        },
+      },
     ],
   }),
-  policies: { look_up: { effect: "read" } },
+  policies: { look_up: { effect: "read" }, hold: { effect: "read" } },
 });
 
 function setup(options: { lingerMs?: number; leaseTtlMs?: number; pollIntervalMs?: number; concurrency?: number }) {
@@ -212,6 +230,54 @@ describe("Worker lingerMs", () => {
     expect(next.turn?.finalText).toBe("Results: look_up -> value of a2");
     const after = (await raw.session(a.sessionId))!;
     expect([after.fence, after.leaseOwner, store.releases]).toEqual([kept.fence, worker.workerId, 0]);
+    await worker.stop();
+  });
+
+  it("a full worker whose drives idle under kept leases does not look for work at each turn's end; a new session still wakes it", async () => {
+    // The poll is far off: what is driven here is woken by notices.
+    const { store, worker, client } = setup({
+      lingerMs: 20_000,
+      leaseTtlMs: 30_000,
+      concurrency: 1,
+      pollIntervalMs: 10_000,
+    });
+    const a = await client.startSession({ agent: "echo", message: 'call look_up {"key":"a"}' });
+    await client.waitUntilIdle(a.sessionId);
+    await until(() => worker.activeSessions === 0);
+    const looks = store.looks;
+    for (const key of ["a2", "a3"]) {
+      await client.sendMessage(a.sessionId, `call look_up {"key":"${key}"}`);
+      const done = await client.waitUntilIdle(a.sessionId);
+      expect(done.turn?.finalText).toBe(`Results: look_up -> value of ${key}`);
+    }
+    await until(() => worker.activeSessions === 0);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Each message went to the idle drive under its kept lease; nothing else has work, so the worker
+    // looked for none (it did at each turn's end while its one slot held a kept lease).
+    expect(store.looks).toBe(looks);
+    const b = await client.startSession({ agent: "echo", message: 'call look_up {"key":"b"}' });
+    const done = await client.waitUntilIdle(b.sessionId, { timeoutMs: 4_000 });
+    expect(done.turn?.finalText).toBe("Results: look_up -> value of b");
+    expect(store.looks).toBeGreaterThan(looks);
+    await worker.stop();
+  });
+
+  it("a worker waiting at its concurrency limit takes a waiting session as soon as its drive goes idle, not at its next poll", async () => {
+    const { worker, client } = setup({ lingerMs: 20_000, leaseTtlMs: 30_000, concurrency: 1, pollIntervalMs: 10_000 });
+    holds.length = 0;
+    const a = await client.startSession({ agent: "echo", message: 'call hold {"key":"a"}' });
+    await until(() => holds.length === 1);
+    // The worker's one slot is busy: b waits for it.
+    const b = await client.startSession({ agent: "echo", message: 'call look_up {"key":"b"}' });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const waited = await client.snapshot(b.sessionId);
+    expect(waited.turn).toBeNull();
+    const started = Date.now();
+    holds[0]!();
+    expect((await client.waitUntilIdle(a.sessionId)).turn?.finalText).toBe("Results: hold -> held a");
+    const done = await client.waitUntilIdle(b.sessionId, { timeoutMs: 4_000 });
+    expect(done.turn?.finalText).toBe("Results: look_up -> value of b");
+    expect(Date.now() - started).toBeLessThan(4_000);
     await worker.stop();
   });
 
