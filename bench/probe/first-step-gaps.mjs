@@ -6,10 +6,14 @@
 // model call, and between a tool's end and the next model call.
 // usage: cd bench && [STORE=sqlite] ../node_modules/.bin/node probe/first-step-gaps.mjs [sessions=40] [turns=5]
 //   STORE=sqlite: a SqliteStore (synchronous FULL) in a temporary folder instead of the MemoryStore
+//   STORE=postgres: a PostgresStore on a private PostgreSQL (startPostgres, fsync on)
 import { Runner } from "@openai/agents";
 import { SessionClient, Worker } from "@durable-agents/core";
 import { MemoryStore } from "@durable-agents/store-memory";
 import { SqliteStore } from "@durable-agents/store-sqlite";
+import { migrate, PostgresStore } from "@durable-agents/store-postgres";
+import { startPostgres } from "@durable-agents/store-postgres/testing";
+import pg from "pg";
 import { tempStoreDir } from "@durable-agents/store-sqlite/testing";
 import { waitForIdleWorker } from "../dist/durable-phase.js";
 import { StepClock } from "../dist/step-clock.js";
@@ -22,7 +26,15 @@ let log = null;
 const stamp = (what) => log?.push([what, performance.now()]);
 const kind = process.env.STORE ?? "memory";
 const dir = kind === "sqlite" ? tempStoreDir("first-step-gaps-") : null;
-const inner = dir ? new SqliteStore({ path: dir.file("probe.db"), synchronous: "full" }) : new MemoryStore();
+let server;
+let pool;
+let inner;
+if (kind === "postgres") {
+  server = await startPostgres({ fsync: true });
+  pool = new pg.Pool({ connectionString: server.connectionString, max: 10 });
+  await migrate(pool, { schema: "probe" });
+  inner = new PostgresStore({ pool, schema: "probe" });
+} else inner = dir ? new SqliteStore({ path: dir.file("probe.db"), synchronous: "full" }) : new MemoryStore();
 const store = new Proxy(inner, {
   get(target, key) {
     const value = Reflect.get(target, key);
@@ -142,6 +154,8 @@ await waitForIdleWorker(worker);
 await worker.stop();
 await inner.close();
 dir?.remove();
+await pool?.end();
+await server?.stop();
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 for (const [label, steps] of [
   ["raw SDK", rawSteps],
