@@ -1,10 +1,12 @@
-// Probe (not part of the bench run): where a turn's steps spend their time on store-memory through
-// the OpenAI Agents adapter, the overhead phase's workload (one session at a time, a follower): each
-// store call and runner call is stamped (start and end), and for every model step of the turn the
-// median time from the step's start (the message sent, or the previous tool body's end) to each mark
-// that follows it, up to the model call's end. Shows what runs between a message and its first
-// model call, and between a tool's end and the next model call.
-// usage: cd bench && [STORE=sqlite] ../node_modules/.bin/node probe/first-step-gaps.mjs [sessions=40] [turns=5]
+// Probe (not part of the bench run): where a turn's model steps spend their time, the overhead
+// phase's workload through the OpenAI Agents adapter (one session at a time, a follower), next to
+// the raw SDK's sessions of the same workload in turns with them in one process. Every store call and
+// runner call is stamped (start and end), and the model call's start (`model>`); for every model step
+// of the turn it prints the median time from the step's start (the message sent, or the previous
+// tool body's end) to each mark that follows it, up to the model call's end (the last model step:
+// up to the turn's end, `TURN_END`, as the follower sees it). At the end: the store calls made while
+// a measured turn ran (the client's, the follower's and the worker's), per turn, by method.
+// usage: cd bench && [STORE=sqlite|postgres] ../node_modules/.bin/node probe/first-step-gaps.mjs [sessions=40] [turns=5]
 //   STORE=sqlite: a SqliteStore (synchronous FULL) in a temporary folder instead of the MemoryStore
 //   STORE=postgres: a PostgresStore on a private PostgreSQL (startPostgres, fsync on)
 import { Runner } from "@openai/agents";
@@ -130,6 +132,8 @@ function record(into, entries, start) {
     }
   }
 }
+/** Store calls made while a measured turn ran (the client's, the follower's and the worker's), by method. */
+const storeCalls = { first: { turns: 0, calls: new Map() }, later: { turns: 0, calls: new Map() } };
 for (let s = 0; s < Number(sessionsArg) + 3; s++) {
   await rawSession(s);
   const sessionId = `p-s${s}`;
@@ -146,7 +150,15 @@ for (let s = 0; s < Number(sessionsArg) + 3; s++) {
     log.push(["TURN_END", performance.now()]);
     const entries = log;
     log = null;
-    if (s >= 3) record(perStep, entries, start);
+    if (s >= 3) {
+      record(perStep, entries, start);
+      const into = t === 1 ? storeCalls.first : storeCalls.later;
+      into.turns += 1;
+      for (const [what] of entries) {
+        if (!what.endsWith(">") || ["runModel>", "callTool>", "model>"].includes(what)) continue;
+        into.calls.set(what.slice(0, -1), (into.calls.get(what.slice(0, -1)) ?? 0) + 1);
+      }
+    }
   }
   await follower.stop();
 }
@@ -166,3 +178,9 @@ for (const [label, steps] of [
     const rows = [...m].map(([what, xs]) => [what, median(xs), xs.length]).sort((a, b) => a[1] - b[1]);
     for (const [what, ms, n] of rows) console.log(`  ${ms.toFixed(3).padStart(7)}  ${what} (${n})`);
   }
+for (const [which, { turns, calls }] of Object.entries(storeCalls)) {
+  const list = [...calls].sort((a, b) => b[1] - a[1]).map(([name, n]) => `${name} ${(n / turns).toFixed(2)}`);
+  console.log(
+    `store calls per turn, a session's ${which === "first" ? "first turn" : "later turns"} (${turns}): ${list.join(", ")}`,
+  );
+}

@@ -2,8 +2,8 @@
  * Wake-ups from other processes. A connection's `PRAGMA data_version` changes when any other
  * connection commits to the file, and costs no disk read: the watcher asks it every
  * `intervalMs` and, only when it moved, reads which sessions got new events or inbox entries (by
- * rowid, which only grows) and whether the work counter moved. A notification lost to a crash is
- * covered by the worker's own poll, as the store interface allows.
+ * rowid, which only grows), whether a live lease holds those, and whether the work counter moved.
+ * A notification lost to a crash is covered by the worker's own poll, as the store interface allows.
  */
 import type { StoreNotification } from "@durable-agents/core/engine";
 import type { Statements } from "./statements.js";
@@ -25,6 +25,8 @@ export class ChangeWatcher {
     private readonly emit: (notification: StoreNotification) => void,
     /** Called when a look fails (the file is busy or closing); the next tick tries again. */
     private readonly onError: (error: unknown) => void,
+    /** The store's clock (ms), against which a lease is live. */
+    private readonly now: () => number = Date.now,
   ) {}
 
   start(): void {
@@ -47,11 +49,17 @@ export class ChangeWatcher {
       if (version === this.dataVersion) return;
       this.dataVersion = version;
       const events = this.statements.newEvents.all(this.last.events) as { session_id: string; last: number }[];
-      const inbox = this.statements.newInbox.all(this.last.inbox) as { session_id: string; last: number }[];
+      const inbox = this.statements.newInbox.all({ after: this.last.inbox, now: this.now() }) as {
+        session_id: string;
+        last: number;
+        leased: number | null;
+      }[];
       const work = (this.statements.lastIds.get() as unknown as LastIds).work;
       for (const row of events) this.emit({ kind: "events", sessionId: row.session_id });
       for (const row of inbox) this.emit({ kind: "inbox", sessionId: row.session_id });
-      if (inbox.length > 0 || work !== this.last.work) this.emit({ kind: "work" });
+      // `work` for an entry of a session no live lease holds (one that is held is its holder's: the
+      // inbox notice), or when released work was counted.
+      if (inbox.some((row) => row.leased !== 1) || work !== this.last.work) this.emit({ kind: "work" });
       // Only as far as what was read: a commit that lands between these reads also moves
       // data_version, so the next look reads it.
       this.last = {

@@ -122,6 +122,7 @@ export class SqliteStore implements SessionStore {
       watchIntervalMs,
       (n) => this.emit(n),
       () => {},
+      () => this.now(),
     );
     const peers = openStores.get(this.path) ?? new Set<SqliteStore>();
     openStores.set(this.path, peers);

@@ -111,7 +111,9 @@ RETURNING ${ready} AS has_work`,
   lastIds:
     "SELECT (SELECT COALESCE(max(id), 0) FROM events) AS events, (SELECT COALESCE(max(id), 0) FROM inbox) AS inbox, (SELECT value FROM signals WHERE name = 'work') AS work",
   newEvents: "SELECT session_id, max(id) AS last FROM events WHERE id > ? GROUP BY session_id",
-  newInbox: "SELECT session_id, max(id) AS last FROM inbox WHERE id > ? GROUP BY session_id",
+  // $after (the last inbox rowid seen), $now; `leased`: a live lease holds the session now
+  newInbox: `SELECT i.session_id, max(i.id) AS last, NOT (s.lease_owner IS NULL OR s.lease_expires_at <= $now) AS leased
+FROM inbox i JOIN sessions s ON s.session_id = i.session_id WHERE i.id > $after GROUP BY i.session_id`,
 } as const;
 
 export type Statements = { readonly [K in keyof typeof sql]: StatementSync };

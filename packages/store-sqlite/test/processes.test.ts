@@ -68,6 +68,33 @@ describe("two processes on one file", () => {
     await child.notified((n) => n.kind === "work");
   });
 
+  it("an entry for a session a live lease holds wakes the other process with its inbox notice and no work; once the lease lapsed, with work", async () => {
+    const { store, other } = setup();
+    const child = other();
+    await child.call("subscribe");
+    await create(store, "s-held", true);
+    // The session's first message, while no lease holds it: work (the notices of one look come in order).
+    await child.notified((n) => n.kind === "inbox" && n.sessionId === "s-held");
+    await child.notified((n) => n.kind === "work");
+    const lease = (await store.acquireLease({ workerId: "parent", ttlMs: 400, agents: [agent] }))!;
+    child.notifications.length = 0;
+    await store.enqueue("s-held", { kind: "message", text: "while held", messageId: null }, null);
+    await child.notified((n) => n.kind === "inbox" && n.sessionId === "s-held");
+    // A later write, seen by a later look: anything the entry's look said has arrived before it.
+    await store.commit({
+      sessionId: "s-held",
+      fence: lease.fence,
+      expectedVersion: 1,
+      events: [{ type: "message_queued", data: { text: "marker", position: 1 } }],
+    });
+    await child.notified((n) => n.kind === "events" && n.sessionId === "s-held");
+    expect(child.notifications.filter((n) => n.kind === "work")).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, lease.expiresAt - Date.now()) + 50));
+    child.notifications.length = 0;
+    await store.enqueue("s-held", { kind: "message", text: "after the lease lapsed", messageId: null }, null);
+    await child.notified((n) => n.kind === "work");
+  });
+
   it("wakes this process for the other process's writes", async () => {
     const { store, other } = setup();
     await create(store, "s-back", true);
