@@ -259,6 +259,7 @@ export class SqliteStore implements SessionStore {
     storeInput.checkSessionId(sessionId);
     storeInput.checkInboxEntry(entry);
     storeInput.checkDedupeKey(dedupeKey);
+    const stored = JSON.stringify(entry);
     const result = await this.write((): EnqueueResult & { leased?: boolean } => {
       if (dedupeKey !== null) {
         const existing = this.statements.findDuplicate.get(sessionId, dedupeKey) as { seq: number } | undefined;
@@ -269,11 +270,23 @@ export class SqliteStore implements SessionStore {
         | { last_inbox_seq: number; leased: number }
         | undefined;
       if (!bumped) throw new SessionNotFoundError(sessionId);
-      this.statements.insertInbox.run(sessionId, bumped.last_inbox_seq, dedupeKey, JSON.stringify(entry), now);
+      this.statements.insertInbox.run(sessionId, bumped.last_inbox_seq, dedupeKey, stored, now);
       return { seq: bumped.last_inbox_seq, duplicate: false, leased: bumped.leased === 1 };
     });
     if (!result.duplicate) {
-      this.notify({ kind: "inbox", sessionId });
+      // The notice carries the entry (as readInbox reads it, built when a listener asks for it): the
+      // write is committed and every earlier entry of this process's writes was before it, so a
+      // drive whose cursor it continues takes it without reading the inbox.
+      const seq = result.seq;
+      let entries: InboxItem[] | undefined;
+      this.notify({
+        kind: "inbox",
+        sessionId,
+        get entries(): InboxItem[] {
+          entries ??= [{ ...(JSON.parse(stored) as InboxEntry), seq }];
+          return entries;
+        },
+      });
       // `work` only for a session no live lease holds: its holder hears the inbox notice, and no
       // other worker may take it (a lease that lapses later is found by the workers' poll).
       if (!result.leased) this.notify({ kind: "work" });
