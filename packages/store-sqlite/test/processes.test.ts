@@ -76,7 +76,8 @@ describe("two processes on one file", () => {
     // The session's first message, while no lease holds it: work (the notices of one look come in order).
     await child.notified((n) => n.kind === "inbox" && n.sessionId === "s-held");
     await child.notified((n) => n.kind === "work");
-    const lease = (await store.acquireLease({ workerId: "parent", ttlMs: 400, agents: [agent] }))!;
+    // Long enough for the looks below on a busy machine; the lease then lapses by itself.
+    const lease = (await store.acquireLease({ workerId: "parent", ttlMs: 1_500, agents: [agent] }))!;
     child.notifications.length = 0;
     await store.enqueue("s-held", { kind: "message", text: "while held", messageId: null }, null);
     await child.notified((n) => n.kind === "inbox" && n.sessionId === "s-held");
