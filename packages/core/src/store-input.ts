@@ -4,8 +4,15 @@
  * changes nothing.
  */
 import { InvalidInputError } from "./errors.js";
-import type { EventBody, HistoryItem, InboxEntry, SessionHead } from "./schemas.js";
-import type { AcquireLeaseOptions, Commit, DefinitionAnnouncement, Lease, NewSession } from "./store.js";
+import type { EventBody, HistoryItem, InboxEntry, InboxItem, SessionHead } from "./schemas.js";
+import type {
+  AcquireLeaseOptions,
+  Commit,
+  DefinitionAnnouncement,
+  Lease,
+  NewSession,
+  StoreNotification,
+} from "./store.js";
 
 /** The longest session ID every store accepts (PostgreSQL's notifications name the session in an 8000-byte payload). */
 export const maxSessionIdLength = 1000;
@@ -200,4 +207,21 @@ export function checkEventPage(sessionId: unknown, afterSeq: unknown, limit: unk
   checkSessionId(sessionId);
   checkCount("afterSeq", afterSeq);
   if (!Number.isSafeInteger(limit) || (limit as number) < 1) throw new InvalidInputError("limit is a positive integer");
+}
+
+/**
+ * The `inbox` notice of one stored entry that carries it (`StoreNotification.entries`), as
+ * `readInbox` reads it: `entry` is the entry's stored JSON, parsed the first time a listener asks.
+ * Send it only once every earlier entry of the session is stored.
+ */
+export function carriedInboxNotice(sessionId: string, entry: string, seq: number): StoreNotification {
+  let entries: InboxItem[] | undefined;
+  return {
+    kind: "inbox",
+    sessionId,
+    get entries(): InboxItem[] {
+      entries ??= [{ ...(JSON.parse(entry) as InboxEntry), seq }];
+      return entries;
+    },
+  };
 }

@@ -26,7 +26,7 @@ export class ChangeWatcher {
     /** Called when a look fails (the file is busy or closing); the next tick tries again. */
     private readonly onError: (error: unknown) => void,
     /** The store's clock (ms), against which a lease is live. */
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number,
   ) {}
 
   start(): void {

@@ -274,19 +274,10 @@ export class SqliteStore implements SessionStore {
       return { seq: bumped.last_inbox_seq, duplicate: false, leased: bumped.leased === 1 };
     });
     if (!result.duplicate) {
-      // The notice carries the entry (as readInbox reads it, built when a listener asks for it): the
-      // write is committed and every earlier entry of this process's writes was before it, so a
-      // drive whose cursor it continues takes it without reading the inbox.
-      const seq = result.seq;
-      let entries: InboxItem[] | undefined;
-      this.notify({
-        kind: "inbox",
-        sessionId,
-        get entries(): InboxItem[] {
-          entries ??= [{ ...(JSON.parse(stored) as InboxEntry), seq }];
-          return entries;
-        },
-      });
+      // The notice carries the entry (as readInbox reads it): the write is committed and every
+      // earlier entry of this process's writes was before it, so a drive whose cursor it continues
+      // takes it without reading the inbox.
+      this.notify(storeInput.carriedInboxNotice(sessionId, stored, result.seq));
       // `work` only for a session no live lease holds: its holder hears the inbox notice, and no
       // other worker may take it (a lease that lapses later is found by the workers' poll).
       if (!result.leased) this.notify({ kind: "work" });

@@ -119,6 +119,20 @@ async function lease(store: SessionStore, workerId = "w1", ttlMs = 5_000): Promi
   return granted;
 }
 
+/** Records a store's notifications; `waitFor` resolves once one matches (5 s at most). */
+function watchNotifications(store: SessionStore) {
+  const seen: StoreNotification[] = [];
+  const stop = store.subscribe((n) => seen.push(n));
+  const waitFor = async (match: (n: StoreNotification) => boolean, what = "notification") => {
+    const deadline = Date.now() + 5_000;
+    while (!seen.some(match)) {
+      if (Date.now() > deadline) throw new Error(`no ${what}`);
+      await sleep(10);
+    }
+  };
+  return { seen, waitFor, stop };
+}
+
 export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHarness>): void {
   const harnesses: StoreHarness[] = [];
   const open = async () => {
@@ -748,8 +762,7 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       const head = await create(store, { withMessage: true });
       await store.enqueue(head.sessionId, message("second"), null);
       const l = await lease(store);
-      const seen: StoreNotification[] = [];
-      const unsubscribe = store.subscribe((n) => seen.push(n));
+      const { waitFor, stop } = watchNotifications(store);
       try {
         const result = await store.commit({
           sessionId: head.sessionId,
@@ -761,16 +774,12 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
           release: true,
         });
         if (result.released !== true) return;
-        const deadline = Date.now() + 5_000;
-        while (!seen.some((n) => n.kind === "work")) {
-          if (Date.now() > deadline) throw new Error("no work notification after the release");
-          await sleep(10);
-        }
+        await waitFor((n) => n.kind === "work", "work notification after the release");
         const next = await lease(store, "w2");
         assert.equal(next.sessionId, head.sessionId);
         assert.equal(next.fence, l.fence + 1);
       } finally {
-        unsubscribe();
+        stop();
       }
     });
 
@@ -991,15 +1000,7 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
     test("subscribers are woken by new inbox entries, events and released work", async () => {
       const { store } = await open();
       const head = await create(store);
-      const seen: StoreNotification[] = [];
-      const unsubscribe = store.subscribe((n) => seen.push(n));
-      const waitFor = async (match: (n: StoreNotification) => boolean) => {
-        const deadline = Date.now() + 5_000;
-        while (!seen.some(match)) {
-          if (Date.now() > deadline) throw new Error("no notification");
-          await sleep(10);
-        }
-      };
+      const { seen, waitFor, stop } = watchNotifications(store);
       await store.enqueue(head.sessionId, message("wake"), null);
       await waitFor((n) => n.kind === "inbox" && n.sessionId === head.sessionId);
       await waitFor((n) => n.kind === "work");
@@ -1017,22 +1018,14 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
       seen.length = 0;
       await store.releaseLease(l);
       await waitFor((n) => n.kind === "work");
-      unsubscribe();
+      stop();
     });
 
     test("an entry for a session a live lease holds wakes its holder only (an inbox notice, no work); once the lease lapsed it wakes the workers", async () => {
       const { store } = await open();
       const head = await create(store, { withMessage: true });
       const l = await lease(store, "w1", LEASE_TTL_MS);
-      const seen: StoreNotification[] = [];
-      const unsubscribe = store.subscribe((n) => seen.push(n));
-      const waitFor = async (match: (n: StoreNotification) => boolean) => {
-        const deadline = Date.now() + 5_000;
-        while (!seen.some(match)) {
-          if (Date.now() > deadline) throw new Error("no notification");
-          await sleep(10);
-        }
-      };
+      const { seen, waitFor, stop } = watchNotifications(store);
       try {
         await store.enqueue(head.sessionId, message("while leased"), null);
         // A later write's notice: a store's notices arrive in the order of its writes, so a work
@@ -1060,7 +1053,7 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
         const next = await lease(store, "w2");
         assert.equal(next.sessionId, head.sessionId);
       } finally {
-        unsubscribe();
+        stop();
       }
     });
   });

@@ -176,16 +176,8 @@ export class MemoryStore implements SessionStore {
     const seq = (record.inbox.at(-1)?.seq ?? 0) + 1;
     const stored = JSON.stringify(entry);
     record.inbox.push({ seq, dedupeKey, entry: stored });
-    // The notice carries the entry (as readInbox reads it), built when a listener asks for it.
-    let entries: InboxItem[] | undefined;
-    this.notify({
-      kind: "inbox",
-      sessionId,
-      get entries(): InboxItem[] {
-        entries ??= [{ ...(JSON.parse(stored) as InboxEntry), seq }];
-        return entries;
-      },
-    });
+    // The notice carries the entry (as readInbox reads it).
+    this.notify(storeInput.carriedInboxNotice(sessionId, stored, seq));
     // `work` only for a session no live lease holds: its holder hears the inbox notice, and no other
     // worker may take it (a lease that lapses later is found by the workers' poll).
     if (!this.leased(record)) this.notify({ kind: "work" });
