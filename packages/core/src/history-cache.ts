@@ -15,8 +15,10 @@ export class HistoryCache {
   constructor(private readonly maxItems = 50_000) {}
 
   /**
-   * The session's history of `length` items: the cached prefix plus what the store holds past it.
-   * The returned array is the cache's own: append to it only what a successful commit stored.
+   * The session's history of `length` items: the cached prefix plus what the store holds past it,
+   * up to `length` (items a commit stored past it while the read was in flight are left to the
+   * commit's caller, which appends them once the commit answers it). The returned array is the
+   * cache's own: append to it only what a successful commit stored.
    * Throws `ContractViolationError` when the store holds fewer items than the head counts.
    */
   async load(store: SessionStore, sessionId: string, length: number): Promise<HistoryItem[]> {
@@ -32,7 +34,9 @@ export class HistoryCache {
           `session "${sessionId}" counts ${length} history items, but the store holds ${offset + read.length}`,
         );
       }
-      history.push(...read);
+      // Another load of this array may have added some of these items while the read was in flight.
+      if (history.length >= offset && history.length < length)
+        history.push(...read.slice(history.length - offset, length - offset));
     }
     this.remember(sessionId, history);
     return history;

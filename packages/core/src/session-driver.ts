@@ -140,6 +140,8 @@ class SessionDriver {
   private head!: SessionHead;
   private version = 0;
   private history: HistoryItem[] | null = null;
+  /** The cache `loadHistory` reads through: the worker's, or one of this drive's own. */
+  private historyCacheOfDrive: HistoryCache | undefined;
   /** Steps launched whose completion the loop has not taken yet. */
   private running = 0;
   private readonly completions: Completion[] = [];
@@ -775,12 +777,19 @@ class SessionDriver {
     this.poke();
   }
 
+  /**
+   * The session's history, read once per drive. A commit of this drive appends its items to the
+   * history in memory when it answers, and finds none while the first read is in flight: so the read
+   * takes the items the head counted when it began (not what a commit stored since: the commit's
+   * answer appends those), and reads again when a commit answered meanwhile.
+   */
   private async loadHistory(): Promise<HistoryItem[]> {
-    this.history ??= await (this.options.historyCache ?? new HistoryCache()).load(
-      this.store,
-      this.sessionId,
-      this.head.historyLength,
-    );
+    this.historyCacheOfDrive ??= this.options.historyCache ?? new HistoryCache();
+    const cache = this.historyCacheOfDrive;
+    while (this.history === null) {
+      const loaded = await cache.load(this.store, this.sessionId, this.head.historyLength);
+      if (this.history === null && loaded.length === this.head.historyLength) this.history = loaded;
+    }
     return this.history;
   }
 

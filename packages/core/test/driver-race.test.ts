@@ -189,4 +189,98 @@ describe("the engine", () => {
       await worker.stop();
     }
   });
+  /**
+   * The history read of a turn's first model step (on a worker whose cache holds none of the
+   * session) and a commit that appends history (the turn's cancellation, with its note) cross.
+   * - "read sees the commit": the read waits until the commit is stored, then reads; the commit
+   *   answers its caller later. The read holds the note that the commit's answer appends. The next
+   *   message, sent once the cancellation is seen, goes to the same drive.
+   * - "commit answers first": the read reads before the commit is stored and answers after the
+   *   commit answered, and before the next turn's own read (sent before the cancellation, the message
+   *   is queued, and its turn starts in the cancellation's commit). The read lacks the note and the
+   *   next message: the drive must read again for them.
+   * Either way the next turn's model must see its own message as the turn's: not the note, not nothing.
+   */
+  it.each(["read sees the commit", "commit answers first"] as const)(
+    "keeps the history of a drive exact when its first history read and a commit cross (%s)",
+    async (order) => {
+      const inner = new MemoryStore();
+      let gate: { open: () => void } | null = null;
+      let phase: "off" | "first read" | "later reads" = "off";
+      let crossed = 0;
+      const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      const store = new Proxy(inner, {
+        get(target, property, receiver) {
+          const value = Reflect.get(target, property, receiver) as unknown;
+          if (property === "readHistory")
+            return async (...args: Parameters<MemoryStore["readHistory"]>) => {
+              if (phase === "off") return target.readHistory(...args);
+              if (phase === "later reads") {
+                // Reads after the crossing one answer after it.
+                await pause(40);
+                return target.readHistory(...args);
+              }
+              phase = "later reads";
+              const opened = new Promise<void>((resolve) => {
+                gate = { open: resolve };
+              });
+              const early = order === "commit answers first" ? await target.readHistory(...args) : null;
+              await opened;
+              crossed += 1;
+              if (early) {
+                await pause(10);
+                return early;
+              }
+              return target.readHistory(...args);
+            };
+          if (property === "commit")
+            return async (...args: Parameters<MemoryStore["commit"]>) => {
+              const result = await target.commit(...args);
+              const waiting = gate;
+              if (waiting && (args[0].appendHistory?.length ?? 0) > 0) {
+                gate = null;
+                waiting.open();
+                if (order === "read sees the commit") await pause(30);
+              }
+              return result;
+            };
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      }) as SessionStore;
+      const definition = defineSession({ name: "race", runner: new ScriptedRunner({ tools: [] }) });
+      const client = new SessionClient({ store });
+      const first = new Worker({ store, sessions: [definition], lingerMs: 0 }).start();
+      const { sessionId } = await client.startSession({ agent: "race", message: "first" });
+      await client.waitUntilIdle(sessionId, { timeoutMs: 5_000 });
+      await first.stop();
+      // A worker that never drove the session: its first model step reads the history from the store.
+      phase = "first read";
+      const errors: unknown[] = [];
+      const second = new Worker({
+        store,
+        sessions: [definition],
+        lingerMs: 5_000,
+        onError: (e) => errors.push(e),
+      }).start();
+      try {
+        await client.sendMessage(sessionId, "second");
+        while (gate === null) await pause(2);
+        if (order === "commit answers first") await client.sendMessage(sessionId, "third");
+        await client.cancelTurn(sessionId);
+        await client.waitFor(sessionId, (s) => s.turnCount === 3 || s.turn?.phase === "cancelled", {
+          timeoutMs: 5_000,
+        });
+        if (order === "read sees the commit") await client.sendMessage(sessionId, "third");
+        const done = await client.waitFor(sessionId, (s) => s.turnCount === 3 && s.status === "idle", {
+          timeoutMs: 5_000,
+        });
+        expect(crossed, "the history read and the cancellation's commit crossed").toBe(1);
+        expect(done.turn?.phase).toBe("completed");
+        expect(done.turn?.finalText).toBe("(noted 1 cancelled turn(s)) You said: third");
+        expect(errors).toEqual([]);
+      } finally {
+        await second.stop();
+      }
+    },
+  );
 });

@@ -614,7 +614,17 @@ export function checkInvariants(data: RunData, options: InvariantOptions): Invar
       if (script) {
         const asked = turn.calls.map((callId) => {
           const call = walk.calls.get(callId)!;
-          return `${call.name}:${(JSON.parse(call.arguments) as { key: string }).key}`;
+          let key: unknown;
+          try {
+            key = (JSON.parse(call.arguments) as { key?: unknown }).key;
+          } catch {
+            // The model derives every call from the turn's own message: arguments that are not JSON
+            // mean the call came from text that is not that message.
+            violations.push(
+              `${id}: ${turn.turnId} asked for ${call.name} ${callId} with arguments that are not JSON: ${JSON.stringify(call.arguments)} (turn text ${JSON.stringify(turn.text)})`,
+            );
+          }
+          return `${call.name}:${String(key)}`;
         });
         const scripted = script.blocks.flat().map((call) => `${call.tool}:${call.key}`);
         // A cancelled turn asked for the calls of its first responses only (whole responses).

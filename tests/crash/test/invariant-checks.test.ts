@@ -182,6 +182,20 @@ describe("the invariant checks", () => {
     expect(found).toMatch(new RegExp(`${sessionId}: \\d+ accepted message\\(s\\) started \\d+ turn\\(s\\)`));
   });
 
+  it("find a call whose arguments are not JSON (the model read another text as the turn's message)", () => {
+    const data = copy(run.data);
+    for (const [sessionId, events] of data.events) {
+      const asked = events.find((e) => e.type === "tool_calls_requested");
+      if (!asked) continue;
+      const call = (asked.data as { calls: { toolCallId: string; arguments: string }[] }).calls[0]!;
+      call.arguments = `${call.arguments}" was cancelled by a person.`;
+      expect(added(data).join("\n")).toContain(`${sessionId}: ${String(asked.data.turnId)} asked for`);
+      expect(added(data).join("\n")).toContain(`${call.toolCallId} with arguments that are not JSON`);
+      return;
+    }
+    throw new Error("the run has no tool call to break");
+  });
+
   it("find a decision accepted twice and a session left waiting", () => {
     const data = copy(run.data);
     const [sessionId, inbox] = [...data.inbox.entries()].find(([, entries]) =>
