@@ -11,7 +11,13 @@ import type { CoalescerOptions } from "./coalescer.js";
 import { HistoryCache } from "./history-cache.js";
 import { machineConfig, type DefinitionMigration, type SessionDefinition } from "./definition.js";
 import { migrationTransition, runMigration } from "./migration-step.js";
-import { ConfigurationError, LeaseLostError, MigrationError, VersionConflictError } from "./errors.js";
+import {
+  ConfigurationError,
+  ContractViolationError,
+  LeaseLostError,
+  MigrationError,
+  VersionConflictError,
+} from "./errors.js";
 import {
   applyAll,
   applyDefinition,
@@ -787,8 +793,12 @@ class SessionDriver {
     this.historyCacheOfDrive ??= this.options.historyCache ?? new HistoryCache();
     const cache = this.historyCacheOfDrive;
     while (this.history === null) {
-      const loaded = await cache.load(this.store, this.sessionId, this.head.historyLength);
-      if (this.history === null && loaded.length === this.head.historyLength) this.history = loaded;
+      const asked = this.head.historyLength;
+      const loaded = await cache.load(this.store, this.sessionId, asked);
+      if (this.history !== null) break;
+      // A commit answered while the read was in flight: read again for the items it appended.
+      if (loaded.length === asked && asked < this.head.historyLength) continue;
+      this.history = loaded;
     }
     return this.history;
   }
@@ -798,6 +808,16 @@ class SessionDriver {
     const signal = this.stepSignal(step.turnId);
     const task = (async () => {
       const history = await this.loadHistory();
+      // The history in memory and the head always move together (a commit's answer, a held start): a
+      // history of another length is a bug, and the model must not read it as the session's. The
+      // drive fails (its session is driven again once the lease expires, with the history read anew).
+      if (history.length !== this.head.historyLength) {
+        this.options.historyCache?.forget(this.sessionId);
+        throw new ContractViolationError(
+          "engine",
+          `the history in memory of session "${this.sessionId}" holds ${history.length} items, its head counts ${this.head.historyLength}`,
+        );
+      }
       // Deltas of a step whose turn was cancelled are dropped: its answer is discarded; deltas still
       // buffered at its end go into the same commit as its result.
       const { input, events } = await runModelAttempt(this.definition.runner, {

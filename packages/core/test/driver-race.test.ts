@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { defineSession, SessionClient, Worker, type SessionStore } from "../src/index.js";
-import type { StoreNotification } from "../src/engine.js";
+import {
+  ContractViolationError,
+  defineSession,
+  type HistoryItem,
+  SessionClient,
+  type SessionStore,
+  Worker,
+} from "../src/index.js";
+import { driveSession, HistoryCache, type StoreNotification } from "../src/engine.js";
 import { MemoryStore, ScriptedRunner } from "../src/testing/index.js";
 
 /**
@@ -283,4 +290,38 @@ describe("the engine", () => {
       }
     },
   );
+  it("fails the drive, and calls no model, when the history in memory is not as long as the head counts", async () => {
+    // A history cache with a bug: it answers one item twice. The drive must not hand that history to
+    // the model (its items past the duplicate are off by one, and the turn's message is not where the
+    // turn says).
+    class DoublingCache extends HistoryCache {
+      override async load(...args: Parameters<HistoryCache["load"]>): Promise<HistoryItem[]> {
+        const history = await super.load(...args);
+        return [history[0]!, ...history];
+      }
+    }
+    const runner = new ScriptedRunner({ tools: [] });
+    const definition = defineSession({ name: "race", runner });
+    const store = new MemoryStore();
+    const client = new SessionClient({ store });
+    const { sessionId } = await client.startSession({ agent: "race", message: "hello" });
+    const lease = (await store.acquireLease({ workerId: "w1", ttlMs: 30_000, agents: ["race"] }))!;
+    const drive = driveSession({
+      store,
+      definition,
+      lease,
+      signal: new AbortController().signal,
+      stopping: () => false,
+      historyCache: new DoublingCache(),
+      releaseWhenIdle: true,
+      leaseTtlMs: 30_000,
+    });
+    const error = await drive.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(ContractViolationError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toContain(`session "${sessionId}" holds 2 items, its head counts 1`);
+    expect(runner.modelCalls).toBe(0);
+  });
 });
