@@ -11,6 +11,8 @@ export function sharedTestConfig(packageDir: string): NonNullable<ViteUserConfig
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // expect.poll gives up after 1 s by default: too soon for a real browser on a busy machine.
+    expect: { poll: { timeout: 10_000 } },
     reporters: process.env.CI
       ? ["default", ["json", { outputFile: resolve(root, ".vitest-results", `${name}.json`) }]]
       : ["default"],

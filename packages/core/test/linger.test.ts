@@ -106,7 +106,10 @@ describe("Worker lingerMs", () => {
 
   it("lets the lease lapse with nothing written, and takes a message that came later once it has expired", async () => {
     // The poll is far longer than the test: only the timer at the lease's expiry can take the message.
-    const { store, worker, client, raw } = setup({ lingerMs: 300, leaseTtlMs: 10_000, pollIntervalMs: 60_000 });
+    // The lease outlives the drive's wait by a quarter of lingerMs (500 ms): time for a busy machine to
+    // see the drive end and read the lease before it expires. A renewal comes due while the lease is
+    // kept (every second): the worker must not make it.
+    const { store, worker, client, raw } = setup({ lingerMs: 2_000, leaseTtlMs: 3_000, pollIntervalMs: 60_000 });
     const { sessionId } = await client.startSession({ agent: "echo", message: 'call look_up {"key":"a"}' });
     await client.waitUntilIdle(sessionId);
     // The drive stops waiting after three quarters of lingerMs; the lease is still the worker's.

@@ -88,17 +88,21 @@ describe("Worker", () => {
   it("renews the lease of a session whose step commits nothing for longer than the lease's TTL", async () => {
     const { definition, gates } = gatedTool();
     const store = new RenewalCountingStore();
-    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 150 }).start();
+    // A renewal every 500 ms: a busy machine that stalls the worker for up to a second still renews in time.
+    const ttl = 1_500;
+    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: ttl }).start();
     const client = new SessionClient({ store });
     const { sessionId } = await client.startSession({ agent: "gated", message: 'call slow_read {"key":"a"}' });
     await until(() => gates.length === 1);
+    const started = Date.now();
     const before = store.renewals;
-    // Four TTLs with the tool running and nothing committed: only renewals keep the lease.
-    await sleep(600);
-    expect(store.renewals - before).toBeGreaterThanOrEqual(4);
+    // Two TTLs with the tool running and nothing committed: only renewals keep the lease.
+    await until(() => store.renewals - before >= 4 && Date.now() - started > 2 * ttl, 20_000);
     const row = await memoryRawReader(store).session(sessionId);
     expect(row?.leaseOwner).toBe(worker.workerId);
     expect(row?.fence).toBe(1);
+    // The last commit is two TTLs old: the lease is live only because a renewal extended it.
+    expect(row?.leaseExpiresAt).toBeGreaterThan(Date.now());
     gates[0]!();
     const snapshot = await client.waitUntilIdle(sessionId);
     expect(snapshot.status).toBe("idle");
@@ -118,18 +122,43 @@ describe("Worker", () => {
         return super.runModel(input);
       }
     }
+    /** Notes, at each renewal, how long before it a commit last extended the lease. */
+    class GapStore extends RenewalCountingStore {
+      extendedAt: number | null = null;
+      firstExtension: number | null = null;
+      gaps: number[] = [];
+      override async commit(...args: Parameters<MemoryStore["commit"]>) {
+        const result = await super.commit(...args);
+        if (result.leaseExpiresAt !== undefined) {
+          this.extendedAt = Date.now();
+          this.firstExtension ??= this.extendedAt;
+        }
+        return result;
+      }
+      override renewLease(...args: Parameters<MemoryStore["renewLease"]>) {
+        if (this.extendedAt !== null) this.gaps.push(Date.now() - this.extendedAt);
+        return super.renewLease(...args);
+      }
+    }
     const runner = new StreamingRunner({ tools: [] });
     const definition = defineSession({ name: "streaming", runner });
-    const store = new RenewalCountingStore();
-    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 600 }).start();
+    const store = new GapStore();
+    const ttl = 600;
+    const worker = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: ttl }).start();
     const client = new SessionClient({ store });
     const { sessionId } = await client.startSession({ agent: "streaming", message: "hello" });
     const snapshot = await client.waitUntilIdle(sessionId);
     expect(snapshot.status).toBe("idle");
     const deltas = (await store.readEvents(sessionId, 0)).filter((e) => e.type === "text_delta");
     expect(deltas.length).toBeGreaterThan(10);
-    // A renewal every 200 ms would have come twice in the step; every one found a fresh extension.
-    expect(store.renewals).toBe(0);
+    // The commits that extended the lease spanned more than a renewal period (a third of the TTL): a
+    // renewal came due at least once in the step, a few milliseconds after a commit.
+    expect(store.extendedAt! - store.firstExtension!).toBeGreaterThan(ttl / 3);
+    // A renewal comes only where no commit extended the lease in the last sixth of its TTL (a busy
+    // machine that stalls the stream may leave such a gap); one right after a commit is a renewal
+    // the worker should have skipped.
+    for (const gap of store.gaps) expect(gap).toBeGreaterThanOrEqual(ttl / 6);
+    expect(store.renewals).toBe(store.gaps.length);
     expect((await memoryRawReader(store).session(sessionId))?.fence).toBe(1);
     await worker.stop();
   });
@@ -206,7 +235,9 @@ describe("Worker", () => {
     const { definition, gates, returned } = gatedTool();
     const store = new MemoryStore();
     const client = new SessionClient({ store });
-    const first = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 300 }).start();
+    // A lease a busy machine does not lose to a stall while the first worker takes the session; the next
+    // worker waits for it to expire.
+    const first = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 1_500 }).start();
     const { sessionId } = await client.startSession({ agent: "gated", message: 'call slow_read {"key":"a"}' });
     await until(() => gates.length === 1);
     crashWorker(first);
@@ -214,10 +245,22 @@ describe("Worker", () => {
     gates.shift()!();
     // Past the point where a live worker would commit: the call has returned and the dead worker's drive has ended.
     await until(() => returned() === 1 && workerDrives(first) === 1);
-    expect((await memoryRawReader(store).session(sessionId))?.leaseOwner).toBe(first.workerId);
+    const kept = (await memoryRawReader(store).session(sessionId))!;
+    expect(kept.leaseOwner).toBe(first.workerId);
     expect((await client.snapshot(sessionId)).turn?.calls.map((c) => [c.status, c.attempts])).toEqual([["running", 1]]);
-    const next = new Worker({ store, sessions: [definition], pollIntervalMs: 20, leaseTtlMs: 300 }).start();
+    // Nothing waits for the next worker's lease: a long one, kept long once idle, so that the stop below
+    // finds it kept (the drive still waiting, or its lease not expired yet) on a busy machine too.
+    const next = new Worker({
+      store,
+      sessions: [definition],
+      pollIntervalMs: 20,
+      leaseTtlMs: 30_000,
+      lingerMs: 10_000,
+    }).start();
     await until(() => gates.length === 1);
+    // Taken anew once the dead worker's lease expired: a new fence.
+    expect(Date.now()).toBeGreaterThanOrEqual(kept.leaseExpiresAt!);
+    expect((await memoryRawReader(store).session(sessionId))?.fence).toBe(kept.fence + 1);
     gates.shift()!();
     const done = await client.waitUntilIdle(sessionId);
     expect(done.turn?.calls.map((c) => [c.status, c.attempts])).toEqual([["succeeded", 2]]);

@@ -155,6 +155,7 @@ describe("crashes of the endpoint process and of restate-server", () => {
     assert.equal(failed.length, 1, "the interrupted attempt is counted");
   });
 
+  // Six endpoint restarts and waits of up to 90 s: a timeout above the default 30 s.
   it("a storm of SIGKILLs over sessions, messages and decisions: every invariant holds", async () => {
     let seed = Number(process.env.CRASH_SEED ?? 20_261_201);
     const random = () => {
@@ -218,7 +219,7 @@ describe("crashes of the endpoint process and of restate-server", () => {
     console.info(
       `crash storm: ${kills} SIGKILLs, ${midCall} mid-call, ${executions().length - before} executions recorded, seed ${process.env.CRASH_SEED ?? 20_261_201}`,
     );
-  });
+  }, 120_000);
 
   it("a steered message and a cancellation accepted just before a SIGKILL are each applied once", async () => {
     const { sessionId: steered } = await client.startSession({
@@ -258,6 +259,7 @@ describe("crashes of the endpoint process and of restate-server", () => {
     assert.equal(mine(cancelled, { tool: "charge", event: "start" }).length, 0, "nothing ran after the cancellation");
   });
 
+  // A restate-server restart and waits of up to 60 s: a timeout above the default 30 s.
   it("restate-server killed and restarted mid-session: nothing lost or applied twice, every session ends", async () => {
     const { sessionId: chain } = await client.startSession({
       agent: "crash",
@@ -305,5 +307,5 @@ describe("crashes of the endpoint process and of restate-server", () => {
       events.map((_, i) => i + 1),
       "events keep their sequence numbers",
     );
-  });
+  }, 120_000);
 });

@@ -9,6 +9,7 @@ import { ScriptedRunner } from "@durable-agents/core/testing";
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { RestateSessionStore, restateSessions, serviceNames } from "../src/index.js";
 import { queryRestate, RestateTestEnv, restateFromEnv } from "../src/testing/index.js";
+import type { InboxMeta } from "../src/protocol.js";
 import { countCalls, followTurns } from "./support/ingress-spy.js";
 
 let env: RestateTestEnv;
@@ -50,6 +51,18 @@ const openDrives = async (sessionId: string) =>
     )
   )[0]!.n;
 
+/** Whether a long poll waits in the session's inbox object for an entry after its last one. */
+const longPollWaits = async (sessionId: string) => {
+  const [row] = await queryRestate<{ value: string }>(
+    restateFromEnv().adminUrl,
+    `SELECT value_utf8 AS value FROM state WHERE service_name = '${env.names.inbox}'
+     AND service_key = '${sessionId}' AND key = 'meta'`,
+  );
+  if (!row) return false;
+  const meta = JSON.parse(row.value) as InboxMeta;
+  return meta.watchers.some((watcher) => watcher.inboxSeq === meta.inboxSeq);
+};
+
 describe("the Restate engine", () => {
   it("holds no invocation while a session waits for approval; the decision starts a new drive", async () => {
     const { sessionId } = await client.startSession({ agent: "engine", message: 'call refund {"order_id":"9"}' });
@@ -82,7 +95,8 @@ describe("the Restate engine", () => {
         if (event.type === "turn_completed") return;
       }
     })();
-    await new Promise((r) => setTimeout(r, 200));
+    // The follower made its first read before the turn starts.
+    while ((calls.get("events") ?? 0) === 0) await new Promise((r) => setTimeout(r, 5));
     await client.approve(sessionId, waiting.pendingInterrupts[0]!.interruptId);
     await following;
     await store.close();
@@ -96,11 +110,12 @@ describe("the Restate engine", () => {
   it("a follower in the drive's own process follows back-to-back turns without polling the session", async () => {
     const { sessionId } = await client.startSession({ agent: "engine" });
     // A long poll interval: a poll of this store right after a long poll's answer (before the drive
-    // that answer announces started here) would be counted below.
+    // that answer announces started here) would be counted below. A drive that starts here wakes the
+    // store's wait at once, so the turns take no longer for it.
     const store = new RestateSessionStore({
       url: restateFromEnv().ingressUrl,
       prefix: env.prefix,
-      minPollIntervalMs: 400,
+      minPollIntervalMs: 2_000,
     });
     const calls = countCalls(store);
     const turns = followTurns(new SessionClient({ store }), sessionId);
@@ -110,8 +125,11 @@ describe("the Restate engine", () => {
       await turns.until(target);
     };
     await turn("first");
-    // Let the follower's long poll settle after the first turn, then count.
-    await new Promise((r) => setTimeout(r, 600));
+    // Count once the follower's long poll waits in the inbox object for the next entry: a long poll
+    // sent while the first drive was ending may have been told to follow the drive, and then polls.
+    const deadline = Date.now() + 30_000;
+    while (!(await longPollWaits(sessionId)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(await longPollWaits(sessionId), "the follower's long poll waits for the next entry");
     calls.clear();
     for (let i = 0; i < 4; i++) await turn(`again ${i}`);
     const polls = calls.get("poll") ?? 0;

@@ -3,7 +3,14 @@ import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { PolicyError } from "@durable-agents/core";
 import { afterEach, describe, it } from "vitest";
-import { McpConnectionError, McpToolset, effectOfHints, metaKeys, readDurableMeta } from "../src/index.js";
+import {
+  McpConnectionError,
+  McpToolset,
+  effectOfHints,
+  metaKeys,
+  readDurableMeta,
+  type McpServerConfig,
+} from "../src/index.js";
 import { McpTestServer, waitUntil, type TestTool } from "../src/testing/index.js";
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -265,24 +272,31 @@ for (const transport of ["stdio", "http"] as const) {
 
 describe("McpToolset setup", () => {
   it("a server that is down at start is a clear McpConnectionError, not a hang", async () => {
+    // A connect timeout far above what the failures take (starting a node process alone can take
+    // seconds on a busy machine): each connect that ends before it was ended by its failure, not by
+    // the timeout.
+    const connectTimeoutMs = 20_000;
+    const failsBeforeTimeout = async (config: McpServerConfig, matches: (error: unknown) => boolean) => {
+      const started = Date.now();
+      await assert.rejects(() => McpToolset.connect([{ ...config, connectTimeoutMs }]), matches);
+      assert.ok(Date.now() - started < connectTimeoutMs, `"${config.name}" failed before its connect timeout`);
+    };
     const port = await freePort();
-    const started = Date.now();
-    await assert.rejects(
-      () => McpToolset.connect([{ name: "warehouse", url: `http://127.0.0.1:${port}/mcp` }]),
+    await failsBeforeTimeout(
+      { name: "warehouse", url: `http://127.0.0.1:${port}/mcp` },
       (error: unknown) =>
         McpConnectionError.isInstance(error) &&
         error.server === "warehouse" &&
         /cannot connect to the MCP server "warehouse" \(http: http:\/\/127\.0\.0\.1:\d+\/mcp\)/.test(error.message),
     );
-    await assert.rejects(
-      () => McpToolset.connect([{ name: "local", command: "/nonexistent/mcp-server" }]),
+    await failsBeforeTimeout(
+      { name: "local", command: "/nonexistent/mcp-server" },
       (error: unknown) => McpConnectionError.isInstance(error) && /ENOENT/.test(error.message),
     );
-    await assert.rejects(
-      () => McpToolset.connect([{ name: "dies", command: process.execPath, args: ["-e", "process.exit(3)"] }]),
+    await failsBeforeTimeout(
+      { name: "dies", command: process.execPath, args: ["-e", "process.exit(3)"] },
       (error: unknown) => McpConnectionError.isInstance(error) && /"dies".*Connection closed/.test(error.message),
     );
-    assert.ok(Date.now() - started < 5_000, "each failed at once");
   });
 
   it("a server that never answers the handshake fails after connectTimeoutMs", async () => {

@@ -101,9 +101,13 @@ describe("acquireLease", () => {
     const store = db.store();
     const agent = newId("agent");
     const [id] = await waiting(agent, 1);
-    const stale = (await store.acquireLease({ workerId: "stale", ttlMs: 150, agents: [agent] }))!;
+    // The lease must still be live at the next round trip on a busy machine; the wait below follows
+    // its expiry, so a longer TTL only costs time.
+    const stale = (await store.acquireLease({ workerId: "stale", ttlMs: 2_000, agents: [agent] }))!;
     expect(await store.acquireLease({ workerId: "fresh", ttlMs: 10_000, agents: [agent] })).toBeNull();
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    while (Date.now() <= stale.expiresAt + 50) {
+      await new Promise((resolve) => setTimeout(resolve, Math.max(1, stale.expiresAt + 51 - Date.now())));
+    }
     // Expired but not taken yet: a commit under it is already refused.
     await expect(
       store.commit({ sessionId: id!, fence: stale.fence, expectedVersion: 1, events: [created(agent)] }),
@@ -139,7 +143,8 @@ describe("acquireLease", () => {
     const store = db.store();
     const agent = newId("agent");
     await waiting(agent, 1);
-    const lease = (await store.acquireLease({ workerId: "w1", ttlMs: 1_000, agents: [agent] }))!;
+    // Live through the round trips before the renewal even on a busy machine.
+    const lease = (await store.acquireLease({ workerId: "w1", ttlMs: 10_000, agents: [agent] }))!;
     const before = await dbNow();
     const renewed = await store.renewLease(lease, 60_000);
     expect(renewed).toMatchObject({ sessionId: lease.sessionId, workerId: "w1", fence: lease.fence });

@@ -174,8 +174,9 @@ describe("subscribe", () => {
     await writer.enqueue(id, message("free"), null);
     await waitFor((n) => n.kind === "work");
 
-    // Held: its holder hears the inbox notice; no other worker could take it.
-    const lease = (await writer.acquireLease({ workerId: "w", ttlMs: 600, agents: [id] }))!;
+    // Held: its holder hears the inbox notice; no other worker could take it. The lease must outlast
+    // the enqueue and the sentinel's round trips on a busy machine; then it lapses by itself.
+    const lease = (await writer.acquireLease({ workerId: "w", ttlMs: 1_500, agents: [id] }))!;
     seen.length = 0;
     await writer.enqueue(id, message("held"), null);
     await sentinel(writer, waitFor);

@@ -152,9 +152,11 @@ describe("two processes on one file", () => {
     const head = await create(store, "s-stale", true);
     const child = other();
     await child.call("readEvents", { sessionId: "s-stale" }); // started and ready
-    const stale = (await store.acquireLease({ workerId: "parent", ttlMs: 500, agents: [agent] }))!;
+    // Long enough for the child's acquire below to see the lease live on a busy machine.
+    const stale = (await store.acquireLease({ workerId: "parent", ttlMs: 2_000, agents: [agent] }))!;
     expect(await child.call("acquire", { workerId: "child", ttlMs: 5_000, agents: [agent] })).toBeNull();
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    // Until just past the expiry the lease itself reports, so the next acquire finds it lapsed.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, stale.expiresAt - Date.now()) + 100));
     const fresh = await child.call<Lease>("acquire", { workerId: "child", ttlMs: 5_000, agents: [agent] });
     expect(fresh.fence).toBe(stale.fence + 1);
     await expect(
@@ -185,7 +187,9 @@ describe("two processes on one file", () => {
     const { store, other } = setup({ busyTimeoutMs: 100 });
     await create(store, "s-busy");
     const child = other();
-    const held = child.call("holdWriteLock", { ms: 600 });
+    // Held far longer than the 100 ms the store waits, so the enqueue below meets the lock even
+    // when it starts late on a busy machine.
+    const held = child.call("holdWriteLock", { ms: 3_000 });
     await child.line("lock");
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 5);

@@ -154,7 +154,9 @@ describe("sessionUIMessageStream", () => {
     expect(waiting.pendingInterrupts.map((i) => i.kind).sort()).toEqual(["approval", "attention"]);
     const started = Date.now();
     const toApproval = (await streamAfter(sessionId, "0"))!;
-    expect(Date.now() - started).toBeLessThan(1_500);
+    // The stream ends at the approval, not waiting on the attention: one that waited would never end,
+    // and fail at the test's timeout. The bound is loose for a busy machine.
+    expect(Date.now() - started).toBeLessThan(10_000);
     expect(toApproval.at(-1)).toEqual({ id: null, chunk: { type: "finish", finishReason: "tool-calls" } });
     const message = await assemble(toApproval.map((f) => f.chunk));
     expect(message.parts.find((p) => p.type === "data-attention")).toMatchObject({

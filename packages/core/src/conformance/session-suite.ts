@@ -281,6 +281,17 @@ const policiesFor = (box: ToolBox): ToolPolicies => ({
 /** The suite's grace period for calls in flight when a turn is cancelled. */
 const cancelGraceMs = 1_000;
 
+/**
+ * The lease TTL of a worker that a scenario kills. The next worker takes the session over once this
+ * lease has expired, so the TTL sets how long the takeover waits. The worker renews every third of
+ * it, so its lease lasts through a stall of about two thirds of it (on a busy machine) before the
+ * kill. If the lease lapsed early, the doomed worker would take the session again and run its steps
+ * a second time. The worker that takes over keeps the suite's default TTL (5 s): if it lost its
+ * lease while it drives, it would redo a step, and the scenario's exact counts of attempts, checks
+ * and steps would be off.
+ */
+const dyingLeaseTtlMs = 1_000;
+
 const waitUntil = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000) => {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
@@ -569,7 +580,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
     scenario("a worker dying inside a single-attempt call: outcome_unknown, never run again", async (box) => {
       const env = await setup(box, 0);
-      const first = env.startWorker({ leaseTtlMs: 300 });
+      const first = env.startWorker({ leaseTtlMs: dyingLeaseTtlMs });
       box.gate("cancel_order");
       const { sessionId } = await env.client.startSession({
         agent: "conformance",
@@ -579,7 +590,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       await env.client.approve(sessionId, waiting.pendingInterrupts[0]!.interruptId);
       await waitUntil("the call to start", () => box.count("cancel_order") === 1);
       first.crash();
-      const second = env.startWorker({ leaseTtlMs: 300 });
+      const second = env.startWorker();
       const done = await env.client.waitUntilIdle(sessionId);
       box.gates.get("cancel_order")!.open();
       const unknown = callOf(done, "cancel_order");
@@ -610,7 +621,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
     scenario("a worker dying inside a read call: the read runs again", async (box) => {
       const env = await setup(box, 0);
-      const first = env.startWorker({ leaseTtlMs: 300 });
+      const first = env.startWorker({ leaseTtlMs: dyingLeaseTtlMs });
       const open = box.gate("look_up_order:7");
       const { sessionId } = await env.client.startSession({
         agent: "conformance",
@@ -619,7 +630,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       await waitUntil("the call to start", () => box.count("look_up_order") === 1);
       first.crash();
       open();
-      env.startWorker({ leaseTtlMs: 300 });
+      env.startWorker();
       const done = await env.client.waitUntilIdle(sessionId);
       const call = callOf(done, "look_up_order");
       assert.equal(call.status, "succeeded");
@@ -908,7 +919,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
     scenario("a cancellation accepted while its worker is dead is applied by the next worker", async (box) => {
       const env = await setup(box, 0);
-      const first = env.startWorker({ leaseTtlMs: 300 });
+      const first = env.startWorker({ leaseTtlMs: dyingLeaseTtlMs });
       box.gate("wait_read");
       box.gate("ignore_write");
       const { sessionId } = await env.client.startSession({
@@ -920,7 +931,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       await env.client.cancelTurn(sessionId, { requestId: "after-crash" });
       const accepted = await env.client.snapshot(sessionId);
       assert.equal(accepted.turn?.phase, "tools", "no worker applied the cancellation yet");
-      env.startWorker({ leaseTtlMs: 300 });
+      env.startWorker();
       const receipt = await receiptOf(env, sessionId, "turn-1");
       const statusOf = Object.fromEntries(receipt.calls.map((c) => [c.name, c.status]));
       assert.deepEqual(statusOf, { wait_read: "cancelled", ignore_write: "outcome_unknown" });
@@ -1144,7 +1155,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
     scenario("a worker dying after a write took effect: its check finds it done; it never runs again", async (box) => {
       const env = await setup(box, 0);
-      const first = env.startWorker({ leaseTtlMs: 300 });
+      const first = env.startWorker({ leaseTtlMs: dyingLeaseTtlMs });
       const release = box.gate("refund-after:R1");
       const { sessionId } = await env.client.startSession({
         agent: "conformance",
@@ -1152,7 +1163,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       });
       await waitUntil("the refund to take effect", () => box.ledger.size === 1);
       first.crash();
-      const second = env.startWorker({ leaseTtlMs: 300 });
+      const second = env.startWorker();
       const done = await env.client.waitUntilIdle(sessionId);
       const call = callOf(done, "refund");
       assert.equal(call.status, "succeeded");
@@ -1198,7 +1209,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       "a worker dying before a write took effect: not done, offered again, run only after the approval",
       async (box) => {
         const env = await setup(box, 0);
-        const first = env.startWorker({ leaseTtlMs: 300 });
+        const first = env.startWorker({ leaseTtlMs: dyingLeaseTtlMs });
         const open = box.writeGate("refund:R2");
         const { sessionId } = await env.client.startSession({
           agent: "conformance",
@@ -1209,7 +1220,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
         // The dead worker's attempt dies without taking effect.
         open("fail");
         await waitUntil("the dead attempt to end", () => box.executions.every((e) => e.endedAt !== undefined));
-        env.startWorker({ leaseTtlMs: 300 });
+        env.startWorker();
         const waiting = await env.client.waitUntilIdle(sessionId);
         assert.equal(waiting.status, "awaiting_approval");
         const call = callOf(waiting, "refund");
@@ -1246,7 +1257,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       "a worker dying while a write is in flight: the check cannot tell; outcome_unknown and attention",
       async (box) => {
         const env = await setup(box, 0);
-        const first = env.startWorker({ leaseTtlMs: 300 });
+        const first = env.startWorker({ leaseTtlMs: dyingLeaseTtlMs });
         const open = box.writeGate("refund:R3");
         const { sessionId } = await env.client.startSession({
           agent: "conformance",
@@ -1254,7 +1265,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
         });
         await waitUntil("the refund to start", () => box.count("refund") === 1);
         first.crash();
-        env.startWorker({ leaseTtlMs: 300 });
+        env.startWorker();
         const done = await env.client.waitUntilIdle(sessionId);
         const call = callOf(done, "refund");
         assert.equal(call.status, "outcome_unknown");
@@ -1282,7 +1293,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
 
     scenario("a check that fails twice, then finds the write done: retried like a read", async (box) => {
       const env = await setup(box, 0);
-      const first = env.startWorker({ leaseTtlMs: 300 });
+      const first = env.startWorker({ leaseTtlMs: dyingLeaseTtlMs });
       const release = box.gate("refund-after:R4");
       const { sessionId } = await env.client.startSession({
         agent: "conformance",
@@ -1290,7 +1301,7 @@ export function sessionConformance(t: TestApi, options: SessionConformanceOption
       });
       await waitUntil("the refund to take effect", () => box.ledger.size === 1);
       first.crash();
-      env.startWorker({ leaseTtlMs: 300 });
+      env.startWorker();
       const done = await env.client.waitUntilIdle(sessionId);
       const call = callOf(done, "refund");
       assert.equal(call.status, "succeeded");

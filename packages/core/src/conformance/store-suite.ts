@@ -29,10 +29,12 @@ const noteEvent = (text: string): EventBody => ({ type: "message_queued", data: 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * The TTL of the leases the suite lets expire: long enough that a store across a network answers
- * the checks made inside it (each is one round trip) well before it ends.
+ * The TTL of the leases (and announcements) the suite lets expire. Some tests make two round trips
+ * (an enqueue and then a commit, say) that must land while the lease is still live. The TTL is long
+ * enough for that even when a busy CI machine stalls for a second. Every wait for the expiry is
+ * derived from this value, so raising it costs time but does not weaken a check.
  */
-const LEASE_TTL_MS = 500;
+const LEASE_TTL_MS = 1_500;
 
 const sleepUntil = async (epochMs: number) => {
   while (Date.now() < epochMs) await sleep(Math.max(1, epochMs - Date.now()));

@@ -276,7 +276,9 @@ export function mcpSessionSuite(t: TestApi, options: McpSessionSuiteOptions): vo
     });
 
     scenario("a read whose server is SIGKILLed mid-call runs again on the restarted server", async () => {
-      const env = await setup({ toolBackoffMs: options.transport === "http" ? 1_500 : 5 });
+      // Over HTTP the test restarts the server itself: the retry waits long enough for a new node
+      // process to listen on a busy machine, else it fails too and the answer comes at attempt 3.
+      const env = await setup({ toolBackoffMs: options.transport === "http" ? 5_000 : 5 });
       const sessionId = await env.start('call count_slowly {"sku":"H-8"}');
       await waitUntil("the call to reach the server", () => env.server.starts("count_slowly").length === 1);
       await env.killServer();
