@@ -110,6 +110,8 @@ describe("the crash invariants", () => {
 });
 
 describe("crashes of the endpoint process and of restate-server", () => {
+  // Each test restarts the endpoint and waits up to 30 s for a session (twice in the steered one): a
+  // test timeout above those waits, so a slow restart fails at the wait that names it.
   it("SIGKILL inside a single-attempt call: outcome_unknown, never executed again", async () => {
     const { sessionId } = await client.startSession({ agent: "crash", message: 'call charge {"amount":5}' });
     const started = await killDuring(sessionId, { tool: "charge" });
@@ -120,7 +122,7 @@ describe("crashes of the endpoint process and of restate-server", () => {
     assert.equal(mine(sessionId, { tool: "charge", event: "start" }).length, 1, "charged once");
     assert.equal(started.attempt, 1);
     assertNoSingleAttemptTwice();
-  });
+  }, 90_000);
 
   it("SIGKILL inside a read: the read runs again, as attempt 2 with the same key", async () => {
     const { sessionId } = await client.startSession({ agent: "crash", message: 'call lookup {"id":"7"}' });
@@ -139,7 +141,7 @@ describe("crashes of the endpoint process and of restate-server", () => {
       ],
     );
     assert.equal(done.turn?.finalText, 'Results: lookup -> lookup done for {"id":"7"}');
-  });
+  }, 90_000);
 
   it("SIGKILL inside a model call: the call runs again and the turn ends", async () => {
     const { sessionId } = await client.startSession({ agent: "crash", message: "slow model, please" });
@@ -153,7 +155,7 @@ describe("crashes of the endpoint process and of restate-server", () => {
     assert.notEqual(calls[0]!.pid, calls[1]!.pid);
     const failed = (await client.steps(sessionId)).filter((s) => s.step === "RunModel" && s.status === "failed");
     assert.equal(failed.length, 1, "the interrupted attempt is counted");
-  });
+  }, 90_000);
 
   // Six endpoint restarts and waits of up to 90 s: a timeout above the default 30 s.
   it("a storm of SIGKILLs over sessions, messages and decisions: every invariant holds", async () => {
@@ -257,7 +259,7 @@ describe("crashes of the endpoint process and of restate-server", () => {
     assert.equal(events.filter((e) => e.type === "turn_cancelled").length, 1, "one receipt");
     assert.equal((await store.readInbox(cancelled, 0)).filter((e) => e.kind === "cancel").length, 1);
     assert.equal(mine(cancelled, { tool: "charge", event: "start" }).length, 0, "nothing ran after the cancellation");
-  });
+  }, 90_000);
 
   // A restate-server restart and waits of up to 60 s: a timeout above the default 30 s.
   it("restate-server killed and restarted mid-session: nothing lost or applied twice, every session ends", async () => {

@@ -971,9 +971,12 @@ export function storeConformance(t: TestApi, makeHarness: () => Promise<StoreHar
           leaseTtlMs: LEASE_TTL_MS,
         });
       // Another worker was granted the lease after findWork answered: the claim loses.
-      const other = await store.acquireLease({ workerId: "w2", ttlMs: 300, agents: [agent] });
+      const other = await store.acquireLease({ workerId: "w2", ttlMs: LEASE_TTL_MS, agents: [agent] });
       assert.ok(other);
       await assert.rejects(claim(found.fence + 1), LeaseLostError.isInstance);
+      // Not even at the fence after the grant's: a live lease holds the session.
+      await assert.rejects(claim(other.fence + 1), LeaseLostError.isInstance);
+      assert.equal((await raw.session(head.sessionId))?.leaseOwner, "w2", "a claim takes no live lease");
       // Its lease expired: a claim at the fence findWork answered before the grant is stale.
       await sleepUntil(other.expiresAt + 50);
       await assert.rejects(claim(found.fence + 1), LeaseLostError.isInstance);
