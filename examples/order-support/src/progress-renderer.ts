@@ -75,11 +75,12 @@ export class ProgressRenderer {
           event.data.step,
           event.data.toolCallId,
           event.data.attempt,
-          Date.parse(event.at),
+          // A start stored with a later commit (held for the step's result) says when it happened.
+          Date.parse(event.data.occurredAt ?? event.at),
         );
         break;
       case "step_completed":
-        this.#stepCompleted(event, Date.parse(event.at));
+        this.#stepCompleted(event, Date.parse(event.data.occurredAt ?? event.at));
         break;
       case "text_delta":
         this.#text(event.data.text);

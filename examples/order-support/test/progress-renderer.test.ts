@@ -55,6 +55,25 @@ describe("ProgressRenderer", () => {
     ]);
   });
 
+  it("times a step whose start was stored with its end (a held start) from when it happened", () => {
+    // The turn's start and its first model step were held for the step's result: stored at 40 ms, with
+    // occurredAt 4 ms.
+    const held: SessionEvent[] = [
+      ev(40, { type: "turn_started", data: { turnId, text: "look up order 1001", occurredAt: at(4) } }),
+      ev(40, { type: "step_started", data: { turnId, step: "RunModel", attempt: 1, occurredAt: at(4) } }),
+      ev(40, { type: "step_completed", data: { turnId, step: "RunModel", status: "completed" } }),
+      ev(40, {
+        type: "tool_calls_requested",
+        data: { turnId, calls: [{ toolCallId: "c1", name: "look_up_order", arguments: args1001 }] },
+      }),
+    ];
+    expect(render(held, false).split("\n")).toEqual([
+      "› look up order 1001",
+      `  ✓ RunModel  (36 ms)  → look_up_order ${args1001}`,
+      "",
+    ]);
+  });
+
   it("rewrites a running step's line in place on a TTY", () => {
     expect(render(lookUpTurn.slice(0, 4), true)).toBe(
       `› look up order 1001\n  ▸ RunModel\r\x1b[2K  ✓ RunModel  (5 ms)  → look_up_order ${args1001}\n`,

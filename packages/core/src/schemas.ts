@@ -377,16 +377,25 @@ export type InboxItem = InboxEntry & { seq: number };
 const event = <T extends string, S extends z.ZodRawShape>(type: T, data: S) =>
   z.object({ type: z.literal(type), data: z.object(data) });
 
+/**
+ * When a turn's or step's start or end happened (ISO 8601), on the events that say so, set only when
+ * the engine stored the event later than that: a turn's start held for its first model call's result
+ * (`turnStartHoldMs`), or a model's result held for its reads' (`readToolHoldMs`). The event's `at` is
+ * when it was stored; a UI that times turns and steps uses `occurredAt ?? at`.
+ */
+const occurredAt = z.string().optional();
+
 /** The payload of a session event. */
 export const EventBody = z.discriminatedUnion("type", [
   event("session_created", { agent: z.string() }),
   event("message_queued", { text: z.string(), position: z.number().int() }),
-  event("turn_started", { turnId: z.string(), text: z.string() }),
+  event("turn_started", { turnId: z.string(), text: z.string(), occurredAt }),
   event("step_started", {
     turnId: z.string(),
     step: StepKind,
     toolCallId: z.string().optional(),
     attempt: z.number().int(),
+    occurredAt,
   }),
   event("step_completed", {
     turnId: z.string(),
@@ -394,6 +403,7 @@ export const EventBody = z.discriminatedUnion("type", [
     toolCallId: z.string().optional(),
     status: z.enum(["completed", "failed"]),
     detail: z.string().optional(),
+    occurredAt,
   }),
   event("text_delta", { turnId: z.string(), text: z.string() }),
   event("reasoning_delta", { turnId: z.string(), text: z.string() }),

@@ -599,7 +599,13 @@ class SessionDriver {
     holdMs: number,
   ): void {
     const timer = setTimeout(() => this.flushPending(), holdMs);
-    this.held = { head: t.head, runnable: isRunnable(t.head), appendHistory: t.appendHistory, events: t.events, timer };
+    this.held = {
+      head: t.head,
+      runnable: isRunnable(t.head),
+      appendHistory: t.appendHistory,
+      events: withOccurredAt(t.events, new Date().toISOString()),
+      timer,
+    };
     if (t.appendHistory.length > 0) {
       this.history!.push(...t.appendHistory);
       this.historyAhead = true;
@@ -867,4 +873,16 @@ class SessionDriver {
     })();
     this.track(task);
   }
+}
+
+/**
+ * The events of a held transition, those that time a turn or a step stamped with when they happened:
+ * they are stored with the next commit, whose time a UI would otherwise take for theirs.
+ */
+function withOccurredAt(events: readonly EventBody[], occurredAt: string): EventBody[] {
+  return events.map((event) =>
+    event.type === "turn_started" || event.type === "step_started" || event.type === "step_completed"
+      ? ({ ...event, data: { ...event.data, occurredAt } } as EventBody)
+      : event,
+  );
 }

@@ -10,6 +10,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigurationError, defineSession, SessionClient, Worker, type ToolEffect } from "../src/index.js";
 import { crashWorker, MemoryStore, memoryRawReader, ScriptedRunner } from "../src/testing/index.js";
+import { stamped, withoutOccurredAt } from "./support/occurred-at.js";
 import { RecordingStore } from "./support/recording-store.js";
 import { until } from "./support/until.js";
 
@@ -100,7 +101,10 @@ describe("Worker readToolHoldMs", () => {
     // model result and per read's result.
     expect(plain.commits.length).toBe(6);
     expect(held.commits.length).toBe(4);
-    expect(held.events).toEqual(plain.events);
+    expect(withoutOccurredAt(held.events)).toEqual(plain.events);
+    // Each held result's events that time a step say when they happened (stored with the read's result).
+    expect(stamped(held.events)).toEqual(["step_completed", "step_started", "step_completed", "step_started"]);
+    expect(stamped(plain.events)).toEqual([]);
     expect(held.history).toEqual(plain.history);
     expect(held.done.turn?.finalText).toBe("Results: look_up -> value of a | look_up -> value of b");
     expect(held.done.turn?.finalText).toBe(plain.done.turn?.finalText);

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { ConfigurationError, defineSession, LeaseLostError, SessionClient, Worker, type Runner } from "../src/index.js";
 import { driveSession, HistoryCache } from "../src/engine.js";
 import { crashWorker, MemoryStore, memoryRawReader, ScriptedRunner } from "../src/testing/index.js";
+import { stamped, withoutOccurredAt } from "./support/occurred-at.js";
 import { RecordingStore } from "./support/recording-store.js";
 import { until } from "./support/until.js";
 
@@ -92,7 +93,10 @@ describe("Worker turnStartHoldMs", () => {
     const plain = await secondTurn(0, message);
     expect(plain.commits.length).toBe(6);
     expect(held.commits.length).toBe(5);
-    expect(held.events).toEqual(plain.events);
+    expect(withoutOccurredAt(held.events)).toEqual(plain.events);
+    // The held start's events say when they happened; nothing else is stamped.
+    expect(stamped(held.events)).toEqual(["turn_started", "step_started"]);
+    expect(stamped(plain.events)).toEqual([]);
     expect(held.done.turn?.finalText).toBe(plain.done.turn?.finalText);
     expect(held.done.turn?.finalText).toBe("Results: look_up -> value of c | look_up -> value of d");
     expect(held.history).toEqual(plain.history);
@@ -114,7 +118,8 @@ describe("Worker turnStartHoldMs", () => {
     const held = await secondTurn(1_000, message);
     const plain = await secondTurn(0, message);
     expect(held.commits.length).toBe(plain.commits.length - 1);
-    expect(held.events).toEqual(plain.events);
+    expect(withoutOccurredAt(held.events)).toEqual(plain.events);
+    expect(stamped(held.events)).toEqual(["turn_started", "step_started"]);
     expect(held.events.filter((e) => e.type === "text_delta").length).toBeGreaterThan(0);
     expect(held.commits[0]!.events.slice(0, 4).map((e) => e.type)).toEqual([
       "turn_started",
@@ -264,6 +269,36 @@ describe("Worker turnStartHoldMs", () => {
     expect(history.filter((h) => (h as { item: { role?: string } }).item.role === "user").length).toBe(2);
     const started = (await raw.events(sessionId)).filter((e) => e.type === "turn_started");
     expect(started.length).toBe(2);
+  });
+
+  it("a held start's events say when they happened: before the commit that stored them, by the model call's time", async () => {
+    const gated = gatedRunner();
+    const { worker, client } = setup(1_000, gated.runner);
+    const { sessionId } = await client.startSession({ agent: "echo", message: TWO_CALLS });
+    await client.waitUntilIdle(sessionId);
+    const eventsBefore = (await client.readEvents(sessionId)).length;
+    const sentAt = Date.now();
+    await client.sendMessage(sessionId, `slow\n${TWO_CALLS}`);
+    // The first turn's three model calls, then the held turn's first: it waits 100 ms.
+    await until(() => gated.state.entered === 4);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    gated.release();
+    await client.waitUntilIdle(sessionId);
+    await worker.stop();
+    const events = (await client.readEvents(sessionId)).slice(eventsBefore);
+    const started = events.find((e) => e.type === "turn_started")!;
+    const step = events.find((e) => e.type === "step_started")!;
+    const stored = events.find((e) => e.type === "step_completed")!;
+    // Stored with the model step's result ...
+    expect(started.at).toBe(stored.at);
+    expect(step.at).toBe(stored.at);
+    // ... but they happened when the message was taken, before the model call.
+    const occurred = (e: { data: unknown }) => Date.parse((e.data as { occurredAt: string }).occurredAt);
+    expect(occurred(started)).toBe(occurred(step));
+    expect(occurred(started)).toBeGreaterThanOrEqual(sentAt);
+    expect(Date.parse(stored.at) - occurred(step)).toBeGreaterThanOrEqual(90);
+    // The step's end was not held: it carries no occurredAt.
+    expect((stored.data as { occurredAt?: string }).occurredAt).toBeUndefined();
   });
 
   it("a drive whose held start is refused keeps none of its items in the worker's history cache", async () => {

@@ -116,7 +116,7 @@ export class SessionEventMapper {
       case "definition_migrated":
         return [];
       case "turn_started":
-        return this.#turnStarted(event.data.turnId, event.data.text, event.at);
+        return this.#turnStarted(event.data.turnId, event.data.text, event.data.occurredAt ?? event.at);
       case "interrupt_resolved":
         return this.#interruptResolved(event.data);
       case "interrupt_created": {
@@ -318,7 +318,8 @@ export class SessionEventMapper {
   #stepStarted(turn: TurnState, event: Extract<SessionEvent, { type: "step_started" }>): DurableUIChunk[] {
     const { step, toolCallId, attempt } = event.data;
     const chunks: DurableUIChunk[] = [];
-    const { entry, existed } = this.#stepEntry(turn, step, toolCallId, event.seq, event.at);
+    // A start stored with a later commit (held for the step's result) says when it happened.
+    const { entry, existed } = this.#stepEntry(turn, step, toolCallId, event.seq, event.data.occurredAt ?? event.at);
     if (step === "RunModel") {
       if (!existed) {
         // A new model step: a new AI SDK step (after the previous response's calls).
@@ -354,7 +355,8 @@ export class SessionEventMapper {
   #stepCompleted(turn: TurnState, event: Extract<SessionEvent, { type: "step_completed" }>): DurableUIChunk[] {
     const { step, toolCallId, status, detail } = event.data;
     const chunks: DurableUIChunk[] = [];
-    const { entry } = this.#stepEntry(turn, step, toolCallId, event.seq, event.at);
+    const at = event.data.occurredAt ?? event.at;
+    const { entry } = this.#stepEntry(turn, step, toolCallId, event.seq, at);
     if (step === "RunModel") {
       turn.modelRunning = false;
       if (status === "failed") {
@@ -371,8 +373,8 @@ export class SessionEventMapper {
     }
     if (step === "ResumeTurn" && status === "completed") turn.resumes += 1;
     entry.status = status;
-    entry.endedAt = event.at;
-    entry.durationMs = Math.max(0, Date.parse(event.at) - Date.parse(entry.startedAt));
+    entry.endedAt = at;
+    entry.durationMs = Math.max(0, Date.parse(at) - Date.parse(entry.startedAt));
     if (detail !== undefined) entry.detail = detail;
     else delete entry.detail;
     chunks.push(stepChunk(entry));

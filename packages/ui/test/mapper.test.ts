@@ -594,6 +594,29 @@ describe("the event → UI chunk mapping", () => {
     );
   });
 
+  it("times a turn and its first step from when they happened when the engine stored their start later (a held start's occurredAt)", () => {
+    // The turn's start was held for its first model call's result: the three events are stored with
+    // the result, 500 ms after they happened.
+    const happened = "2026-12-01T10:00:00.500Z";
+    const stored = "2026-12-01T10:00:01.000Z";
+    const events = [
+      { seq: 1, at: "2026-12-01T10:00:00.000Z", type: "session_created", data: { agent: "a" } },
+      { seq: 2, at: stored, type: "turn_started", data: { turnId: "turn-1", text: "hi", occurredAt: happened } },
+      {
+        seq: 3,
+        at: stored,
+        type: "step_started",
+        data: { turnId: "turn-1", step: "RunModel", attempt: 1, occurredAt: happened },
+      },
+      { seq: 4, at: stored, type: "step_completed", data: { turnId: "turn-1", step: "RunModel", status: "completed" } },
+    ] as SessionEvent[];
+    const mapped = mapAll(events);
+    expect(mapped[1]!.chunks).toEqual([
+      `start assistant-turn-1 ${JSON.stringify({ turnId: "turn-1", userText: "hi", status: "running", startedAt: happened })}`,
+    ]);
+    expect(mapped[3]!.chunks).toContain("data-step turn-1/model-1 RunModel completed attempt=1 500ms");
+  });
+
   it("drops what an interrupted or failed model attempt streamed, records the recovery, and ends a failed turn with finish error", async () => {
     const events = failedTurn();
     expect(mapAll(events)).toEqual([
