@@ -146,8 +146,6 @@ class SessionDriver {
   private head!: SessionHead;
   private version = 0;
   private history: HistoryItem[] | null = null;
-  /** The cache `loadHistory` reads through: the worker's, or one of this drive's own. */
-  private historyCacheOfDrive: HistoryCache | undefined;
   /** Steps launched whose completion the loop has not taken yet. */
   private running = 0;
   private readonly completions: Completion[] = [];
@@ -796,8 +794,7 @@ class SessionDriver {
    * answer appends those), and reads again when a commit answered meanwhile.
    */
   private async loadHistory(): Promise<HistoryItem[]> {
-    this.historyCacheOfDrive ??= this.options.historyCache ?? new HistoryCache();
-    const cache = this.historyCacheOfDrive;
+    const cache = this.options.historyCache ?? new HistoryCache();
     while (this.history === null) {
       const asked = this.head.historyLength;
       const loaded = await cache.load(this.store, this.sessionId, asked);

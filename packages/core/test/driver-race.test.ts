@@ -196,6 +196,7 @@ describe("the engine", () => {
       await worker.stop();
     }
   });
+
   /**
    * The history read of a turn's first model step (on a worker whose cache holds none of the
    * session) and a commit that appends history (the turn's cancellation, with its note) cross.

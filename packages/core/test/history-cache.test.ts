@@ -5,32 +5,38 @@ import { MemoryStore } from "../src/testing/index.js";
 
 const item = (text: string): HistoryItem => ({ item: { text }, display: { role: "user", text } });
 
+/** A session "s1" leased on a memory store, and `append`: a commit under that lease that stores history items. */
+async function leasedSession() {
+  const store = new MemoryStore();
+  const head = newSessionHead("s1", "agent", new Date().toISOString());
+  await store.createSession({
+    head,
+    events: [],
+    inbox: { entry: { kind: "message", text: "x", messageId: null }, dedupeKey: null },
+  });
+  const lease = (await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: ["agent"] }))!;
+  const append = async (version: number, texts: string[], length: number) =>
+    store.commit({
+      sessionId: "s1",
+      fence: lease.fence,
+      expectedVersion: version,
+      head: { ...head, historyLength: length },
+      runnable: false,
+      appendHistory: texts.map(item),
+      events: [],
+    });
+  return { store, append };
+}
+
 describe("HistoryCache", () => {
   it("reads only the items past the cached prefix, and keeps at most maxItems", async () => {
-    const store = new MemoryStore();
+    const { store, append } = await leasedSession();
     const reads: number[] = [];
     const readHistory = store.readHistory.bind(store);
     store.readHistory = async (sessionId, offset = 0) => {
       reads.push(offset);
       return readHistory(sessionId, offset);
     };
-    const head = newSessionHead("s1", "agent", new Date().toISOString());
-    await store.createSession({
-      head,
-      events: [],
-      inbox: { entry: { kind: "message", text: "x", messageId: null }, dedupeKey: null },
-    });
-    const lease = (await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: ["agent"] }))!;
-    const append = async (version: number, texts: string[], length: number) =>
-      store.commit({
-        sessionId: "s1",
-        fence: lease.fence,
-        expectedVersion: version,
-        head: { ...head, historyLength: length },
-        runnable: false,
-        appendHistory: texts.map(item),
-        events: [],
-      });
     await append(1, ["a", "b"], 2);
     const cache = new HistoryCache(2);
     expect((await cache.load(store, "s1", 2)).map((h) => h.display.text)).toEqual(["a", "b"]);
@@ -44,25 +50,9 @@ describe("HistoryCache", () => {
     await cache.load(store, "s1", 3);
     expect(reads).toEqual([0, 2, 0]);
   });
+
   it("holds each item once when two loads of a cached prefix cross, and no item past the length asked for", async () => {
-    const store = new MemoryStore();
-    const head = newSessionHead("s1", "agent", new Date().toISOString());
-    await store.createSession({
-      head,
-      events: [],
-      inbox: { entry: { kind: "message", text: "x", messageId: null }, dedupeKey: null },
-    });
-    const lease = (await store.acquireLease({ workerId: "w", ttlMs: 5_000, agents: ["agent"] }))!;
-    const append = async (version: number, texts: string[], length: number) =>
-      store.commit({
-        sessionId: "s1",
-        fence: lease.fence,
-        expectedVersion: version,
-        head: { ...head, historyLength: length },
-        runnable: false,
-        appendHistory: texts.map(item),
-        events: [],
-      });
+    const { store, append } = await leasedSession();
     await append(1, ["a"], 1);
     const cache = new HistoryCache();
     await cache.load(store, "s1", 1);
