@@ -51,6 +51,7 @@ import {
   type ThroughputStore,
   type ThroughputStoreKind,
 } from "./throughput-phase.js";
+import type { ThroughputRunner } from "./throughput-worker.js";
 import { stepsPerTurn, type WorkloadSize } from "./workload.js";
 import type { PhaseResult } from "./raw-sdk-phase.js";
 
@@ -380,34 +381,37 @@ async function runAll(
       restateFigures,
     );
 
-    // Rounds of 1, 2 and 4 processes on each store, in turns; each count is represented by its median run.
+    // Rounds of 1, 2 and 4 processes on each store, in turns, and on store-postgres with core's
+    // ScriptedRunner (the same turns, no framework); each count is represented by its median run.
     const allRuns: ThroughputResult[] = [];
-    const targets: ThroughputStore[] = [
-      { kind: "postgres", connectionString: url },
-      { kind: "sqlite", dir: sqliteDir.dir },
+    const targets: { readonly store: ThroughputStore; readonly runner: ThroughputRunner }[] = [
+      { store: { kind: "postgres", connectionString: url }, runner: "sdk" },
+      { store: { kind: "sqlite", dir: sqliteDir.dir }, runner: "sdk" },
+      { store: { kind: "postgres", connectionString: url }, runner: "scripted" },
     ];
     await checkpoint(pool);
     for (let round = 1; round <= sizes.throughputRounds; round++) {
-      for (const target of targets) {
+      for (const { store: target, runner } of targets) {
         for (const processes of PROCESS_COUNTS) {
           log(
-            `throughput round ${round}, store-${target.kind}: ${processes} worker process(es), ${sizes.throughput.sessions} sessions`,
+            `throughput round ${round}, store-${target.kind}${runner === "sdk" ? "" : ` (${runner} runner)`}: ${processes} worker process(es), ${sizes.throughput.sessions} sessions`,
           );
           allRuns.push(
-            await runThroughput({ target, processes, round, toolCalls: size.toolCalls, ...sizes.throughput }),
+            await runThroughput({ target, processes, round, toolCalls: size.toolCalls, runner, ...sizes.throughput }),
           );
         }
       }
     }
-    const medianRuns = (kind: ThroughputStoreKind) =>
+    const medianRuns = (kind: ThroughputStoreKind, runner: ThroughputRunner = "sdk") =>
       PROCESS_COUNTS.map((processes) => {
         const ofCount = allRuns
-          .filter((run) => run.store === kind && run.processes === processes)
+          .filter((run) => run.store === kind && run.runner === runner && run.processes === processes)
           .sort((a, b) => a.stepsPerSecond - b.stepsPerSecond);
         return ofCount[(ofCount.length - 1) >> 1]!;
       });
     const runs = medianRuns("postgres");
     const sqliteRuns = medianRuns("sqlite");
+    const scriptedRuns = medianRuns("postgres", "scripted");
 
     const perTurn = stepsPerTurn(size.toolCalls);
     const rawFigures = figures(raw, perTurn);
@@ -489,6 +493,11 @@ async function runAll(
           runs: sqliteRuns,
           speedup2: sqliteRuns[1]!.stepsPerSecond / sqliteRuns[0]!.stepsPerSecond,
           speedup4: sqliteRuns[2]!.stepsPerSecond / sqliteRuns[0]!.stepsPerSecond,
+        },
+        scripted: {
+          runs: scriptedRuns,
+          speedup2: scriptedRuns[1]!.stepsPerSecond / scriptedRuns[0]!.stepsPerSecond,
+          speedup4: scriptedRuns[2]!.stepsPerSecond / scriptedRuns[0]!.stepsPerSecond,
         },
       },
       events: {

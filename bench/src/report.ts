@@ -131,6 +131,11 @@ export interface BenchResults {
     readonly speedup4: number;
     /** The same on store-sqlite: every worker process on one file (its runs are in `allRuns` too). */
     readonly sqlite: { readonly runs: ThroughputResult[]; readonly speedup2: number; readonly speedup4: number };
+    /**
+     * The same on store-postgres with core's ScriptedRunner driving the same turns: no framework, so
+     * the durability layer's own cost under load (its runs are in `allRuns` too, `runner: "scripted"`).
+     */
+    readonly scripted: { readonly runs: ThroughputResult[]; readonly speedup2: number; readonly speedup4: number };
   };
   readonly events: {
     /** The workload's answers, streamed in 3 chunks at once (a fast model). */
@@ -175,6 +180,11 @@ export interface BenchResults {
 }
 
 /** Largest relative change of a per-level figure from the first level. */
+/** The most steps per second of the median runs of 1, 2 and 4 processes. */
+function bestStepsPerSecond(runs: readonly ThroughputResult[]): number {
+  return Math.max(...runs.map((run) => run.stepsPerSecond));
+}
+
 export function spread(levels: readonly GrowthLevel[], pick: (level: GrowthLevel) => number | undefined): number {
   const base = pick(levels[0]!) ?? Number.NaN;
   let worst = 0;
@@ -244,6 +254,18 @@ export function judgeTargets(r: Omit<BenchResults, "targets">): Target[] {
       value: growthBytes(r.growth.postgres),
       limit: "within +-10 %",
       met: within(growthBytes(r.growth.postgres), 0.1),
+    },
+    {
+      name: "steps per second, throughput phase, postgres (best of 1, 2, 4 processes)",
+      value: bestStepsPerSecond(r.throughput.runs),
+      limit: ">= 2000",
+      met: bestStepsPerSecond(r.throughput.runs) >= 2000,
+    },
+    {
+      name: "the same with core's ScriptedRunner (no framework: the durability layer alone)",
+      value: bestStepsPerSecond(r.throughput.scripted.runs),
+      limit: ">= 2000",
+      met: bestStepsPerSecond(r.throughput.scripted.runs) >= 2000,
     },
     {
       name: "2 worker processes / 1, steps per second",
@@ -820,13 +842,21 @@ export function renderReport(r: BenchResults): string {
   out.push("");
   out.push(throughputTable("throughput (store-sqlite, one file)", r.throughput.sqlite.runs, "store calls per step"));
   out.push("");
-  const everyRun = (kind: string) =>
+  out.push(
+    throughputTable(
+      "throughput (store-postgres, core's ScriptedRunner: no framework)",
+      r.throughput.scripted.runs,
+      "queries per step",
+    ),
+  );
+  out.push("");
+  const everyRun = (kind: string, runner = "sdk") =>
     r.throughput.allRuns
-      .filter((t) => (t.store ?? "postgres") === kind)
+      .filter((t) => (t.store ?? "postgres") === kind && (t.runner ?? "sdk") === runner)
       .map((t) => `${t.processes}p ${f(t.stepsPerSecond, 0)}`)
       .join(", ");
   out.push(
-    `Throughput: median of ${r.throughput.rounds} round(s); every run's steps/s: postgres ${everyRun("postgres")}; sqlite ${everyRun("sqlite")}`,
+    `Throughput: median of ${r.throughput.rounds} round(s); every run's steps/s: postgres ${everyRun("postgres")}; sqlite ${everyRun("sqlite")}; postgres, scripted runner ${everyRun("postgres", "scripted")}`,
   );
   out.push("");
   out.push(

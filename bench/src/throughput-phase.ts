@@ -12,11 +12,16 @@ import pg from "pg";
 import { SessionClient, type SessionStore } from "@durable-agents/core";
 import { PostgresStore, migrate } from "@durable-agents/store-postgres";
 import { SqliteStore } from "@durable-agents/store-sqlite";
-import type { ChildMessage } from "./throughput-worker.js";
+import type { ChildMessage, ThroughputRunner } from "./throughput-worker.js";
 import { AGENT_NAME, stepsPerTurn, turnScript } from "./workload.js";
 
 export interface ThroughputResult {
   readonly store: ThroughputStoreKind;
+  /**
+   * What drives the turns: `sdk`, the workload's OpenAI Agents SDK agent; `scripted`, core's
+   * ScriptedRunner with the same turns (no framework: the durability layer's own cost).
+   */
+  readonly runner: ThroughputRunner;
   readonly processes: number;
   readonly round: number;
   readonly sessions: number;
@@ -63,6 +68,8 @@ export interface ThroughputOptions {
   readonly toolCalls: number;
   /** Sessions one worker process drives at once. */
   readonly concurrency: number;
+  /** Default `sdk`. */
+  readonly runner?: ThroughputRunner;
 }
 
 const workerPath = fileURLToPath(new URL("./throughput-worker.js", import.meta.url));
@@ -203,15 +210,17 @@ function sqliteBackend(file: string, concurrency: number): Backend {
 
 export async function runThroughput(options: ThroughputOptions): Promise<ThroughputResult> {
   const kind = options.target.kind;
+  const runner = options.runner ?? "sdk";
+  const tag = runner === "sdk" ? "" : `_${runner}`;
   const backend =
     options.target.kind === "postgres"
       ? await postgresBackend(
           options.target.connectionString,
-          `bench_tp${options.processes}_r${options.round}`,
+          `bench_tp${options.processes}_r${options.round}${tag}`,
           options.concurrency,
         )
       : sqliteBackend(
-          join(options.target.dir, `throughput-${options.processes}p-r${options.round}.db`),
+          join(options.target.dir, `throughput-${options.processes}p-r${options.round}${tag}.db`),
           options.concurrency,
         );
   const store = backend.store;
@@ -220,7 +229,7 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     const client = new SessionClient({ store, agents: [AGENT_NAME] });
     // Every session gets all its turns' messages up front: they queue and run in order.
     for (let s = 0; s < options.sessions; s++) {
-      const sessionId = `tp-${kind}${options.processes}-r${options.round}-s${s}`;
+      const sessionId = `tp-${kind}${options.processes}-r${options.round}${tag}-s${s}`;
       await client.startSession({ agent: AGENT_NAME, sessionId, message: turnScript(sessionId, 1, options.toolCalls) });
       for (let t = 2; t <= options.turns; t++)
         await client.sendMessage(sessionId, turnScript(sessionId, t, options.toolCalls));
@@ -228,7 +237,9 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     const stopped: Promise<{ cpuMs: number; modelCalls: number; queries: Record<string, number> }>[] = [];
     const ready: Promise<void>[] = [];
     for (let p = 0; p < options.processes; p++) {
-      const child = fork(workerPath, [...backend.workerArgs], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+      const child = fork(workerPath, [...backend.workerArgs, runner], {
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+      });
       children.push(child);
       ready.push(
         new Promise((resolve, reject) => {
@@ -286,6 +297,7 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
     const totalQueries = Object.values(queries).reduce((sum, n) => sum + n, 0);
     return {
       store: kind,
+      runner,
       processes: options.processes,
       round: options.round,
       sessions: options.sessions,

@@ -3,16 +3,21 @@
  * PostgresStore or a SqliteStore. It connects, says `ready`, starts leasing on `go`, and on `stop`
  * stops gracefully, reports its CPU time and exits.
  *
- * argv: postgres <connection string> <schema> <concurrency>
- *       sqlite <store file> <concurrency>
+ * argv: postgres <connection string> <schema> <concurrency> <runner>
+ *       sqlite <store file> <concurrency> <runner>
+ * runner: `sdk` (the workload's OpenAI Agents SDK agent) or `scripted` (core's ScriptedRunner, the
+ * same turns with no framework: the durability layer's own cost under load).
  */
 import pg from "pg";
-import { SessionClient, Worker, type SessionStore } from "@durable-agents/core";
+import { defineSession, SessionClient, Worker, type SessionDefinition, type SessionStore } from "@durable-agents/core";
 import { MemoryStore } from "@durable-agents/store-memory";
 import { PostgresStore } from "@durable-agents/store-postgres";
 import { SqliteStore } from "@durable-agents/store-sqlite";
+import { markedScriptedRunner, StepMarks } from "./marked-runner.js";
 import { StepClock } from "./step-clock.js";
-import { AGENT_NAME, makeDefinition, turnScript } from "./workload.js";
+import { AGENT_NAME, makeDefinition, TOOL_NAME, turnScript } from "./workload.js";
+
+export type ThroughputRunner = "sdk" | "scripted";
 
 export type ParentMessage = { readonly type: "go" } | { readonly type: "stop" };
 export type ChildMessage =
@@ -93,13 +98,16 @@ async function main(): Promise<void> {
   if (!process.send) throw new Error("throughput-worker runs forked");
   const send = (message: ChildMessage) => process.send!(message);
   let opened: Opened;
-  if (argv[0] === "postgres" && argv.length === 4) opened = openPostgres(argv[1]!, argv[2]!, Number(argv[3]));
-  else if (argv[0] === "sqlite" && argv.length === 3) opened = openSqlite(argv[1]!, Number(argv[2]));
-  else throw new Error("usage: throughput-worker postgres <url> <schema> <concurrency> | sqlite <file> <concurrency>");
+  const runner = argv.at(-1);
+  if (runner !== "sdk" && runner !== "scripted") throw new Error(`unknown runner "${runner}" (sdk or scripted)`);
+  if (argv[0] === "postgres" && argv.length === 5) opened = openPostgres(argv[1]!, argv[2]!, Number(argv[3]));
+  else if (argv[0] === "sqlite" && argv.length === 4) opened = openSqlite(argv[1]!, Number(argv[2]));
+  else
+    throw new Error(
+      "usage: throughput-worker postgres <url> <schema> <concurrency> <runner> | sqlite <file> <concurrency> <runner>",
+    );
   const { store, concurrency, queries } = opened;
-  const clock = new StepClock();
-  clock.enabled = false;
-  const { definition, model } = makeDefinition(clock);
+  const { definition, modelCalls } = throughputDefinition(runner);
   const worker = new Worker({
     store,
     sessions: [definition],
@@ -107,7 +115,7 @@ async function main(): Promise<void> {
     onError: (error) => send({ type: "error", message: String(error) }),
   });
   await opened.connect();
-  await warmUp();
+  await warmUp(runner);
   for (const key of Object.keys(queries)) delete queries[key];
   const cpuStart = process.cpuUsage();
   process.on("message", (message: ParentMessage) => {
@@ -118,7 +126,7 @@ async function main(): Promise<void> {
         await worker.stop();
         await opened.close();
         const cpu = process.cpuUsage(cpuStart);
-        send({ type: "stopped", cpuMs: (cpu.user + cpu.system) / 1000, modelCalls: model.inner.calls, queries });
+        send({ type: "stopped", cpuMs: (cpu.user + cpu.system) / 1000, modelCalls: modelCalls(), queries });
         process.disconnect();
       })();
     }
@@ -126,15 +134,40 @@ async function main(): Promise<void> {
   send({ type: "ready" });
 }
 
+/** The workload's agent on the given runner, and a count of its model calls. */
+function throughputDefinition(runner: ThroughputRunner): {
+  definition: SessionDefinition;
+  modelCalls: () => number;
+} {
+  if (runner === "scripted") {
+    const marked = markedScriptedRunner(new StepMarks());
+    let calls = 0;
+    const definition = defineSession({
+      name: AGENT_NAME,
+      runner: {
+        ...marked,
+        runModel: (input) => {
+          calls += 1;
+          return marked.runModel(input);
+        },
+      },
+      policies: { [TOOL_NAME]: { effect: "read" } },
+    });
+    return { definition, modelCalls: () => calls };
+  }
+  const clock = new StepClock();
+  clock.enabled = false;
+  const { definition, model } = makeDefinition(clock);
+  return { definition, modelCalls: () => model.inner.calls };
+}
+
 /**
  * Runs a few sessions on an in-process memory store first, so that this process's code is compiled
  * (JIT) before the measured run, as in a worker that has been up for a while.
  */
-async function warmUp(): Promise<void> {
+async function warmUp(runner: ThroughputRunner): Promise<void> {
   const store = new MemoryStore();
-  const clock = new StepClock();
-  clock.enabled = false;
-  const worker = new Worker({ store, sessions: [makeDefinition(clock).definition] }).start();
+  const worker = new Worker({ store, sessions: [throughputDefinition(runner).definition] }).start();
   const client = new SessionClient({ store, agents: [AGENT_NAME] });
   for (let s = 0; s < 8; s++) {
     const sessionId = `warm-${s}`;

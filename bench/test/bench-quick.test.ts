@@ -112,17 +112,19 @@ describe("pnpm bench --quick", () => {
 
       expect(r.throughput.runs.map((t) => t.processes)).toEqual([1, 2, 4]);
       expect(r.throughput.sqlite.runs.map((t) => t.processes)).toEqual([1, 2, 4]);
-      expect(r.throughput.allRuns).toHaveLength(2 * 3 * r.throughput.rounds);
-      expect(r.throughput.runs.every((t) => t.store === "postgres")).toBe(true);
-      expect(r.throughput.sqlite.runs.every((t) => t.store === "sqlite")).toBe(true);
-      for (const t of [...r.throughput.runs, ...r.throughput.sqlite.runs]) {
+      expect(r.throughput.scripted.runs.map((t) => t.processes)).toEqual([1, 2, 4]);
+      expect(r.throughput.allRuns).toHaveLength(3 * 3 * r.throughput.rounds);
+      expect(r.throughput.runs.every((t) => t.store === "postgres" && t.runner === "sdk")).toBe(true);
+      expect(r.throughput.sqlite.runs.every((t) => t.store === "sqlite" && t.runner === "sdk")).toBe(true);
+      expect(r.throughput.scripted.runs.every((t) => t.store === "postgres" && t.runner === "scripted")).toBe(true);
+      for (const t of [...r.throughput.runs, ...r.throughput.sqlite.runs, ...r.throughput.scripted.runs]) {
         expect(t.steps).toBe(t.sessions * r.throughput.turnsPerSession * r.workload.stepsPerTurn);
         expect(t.stepsPerSecond).toBeGreaterThan(0);
         expect(t.workerCpuCores).toBeGreaterThan(0);
         expect(t.queriesPerStep).toBeGreaterThan(0);
       }
       for (const t of r.throughput.sqlite.runs) expect(t.postgresCpuCores).toBe(0);
-      for (const tp of [r.throughput, r.throughput.sqlite])
+      for (const tp of [r.throughput, r.throughput.sqlite, r.throughput.scripted])
         expect(isFigure(tp.speedup2) && isFigure(tp.speedup4)).toBe(true);
 
       expect(r.events.paced.chunks).toBeGreaterThan(1);
@@ -246,7 +248,7 @@ describe("pnpm bench --quick", () => {
       expect(r.postgres.checkpointsByBench).toBe(true);
       expect(run.stdout).toContain("Restate bare ctx.run (from the Restate row)");
 
-      expect(r.targets).toHaveLength(37);
+      expect(r.targets).toHaveLength(39);
       // Write transactions and WAL per step, judged on both store-postgres rows of the peers.
       for (const row of [p.postgres, p.postgresHeld]) {
         const txns = r.targets.find(
@@ -261,6 +263,15 @@ describe("pnpm bench --quick", () => {
       expect(r.targets.filter((t) => t.name.startsWith("engine-restate"))).toHaveLength(4);
       expect(r.targets.filter((t) => t.name.startsWith("cancelTurn"))).toHaveLength(2);
       expect(r.targets.filter((t) => t.name.includes("sqlite"))).toHaveLength(9);
+      // Steps per second, judged on the best process count, with the SDK and with no framework.
+      const best = (runs: readonly { stepsPerSecond: number }[]) => Math.max(...runs.map((t) => t.stepsPerSecond));
+      expect(r.targets.find((t) => t.name.startsWith("steps per second, throughput phase, postgres"))?.value).toBe(
+        best(r.throughput.runs),
+      );
+      expect(r.targets.find((t) => t.name.startsWith("the same with core's ScriptedRunner"))?.value).toBe(
+        best(r.throughput.scripted.runs),
+      );
+      expect(run.stdout).toContain("throughput (store-postgres, core's ScriptedRunner: no framework)");
       for (const target of r.targets) {
         expect(isFigure(target.value)).toBe(true);
         expect(run.stdout).toContain(target.name);
