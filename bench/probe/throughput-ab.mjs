@@ -3,7 +3,7 @@
 // processes, ROUNDS rounds (default 5), the full run's sizes (64 sessions x 3 turns, 16 at once per process).
 // usage: node probe/throughput-ab.mjs <repo> <tag>   (e.g. a git worktree of an older commit, built, in turns with this one)
 // BENCH_COMPRESS_HEADS=1: the workers' stores write compressed heads (compressHeads: true).
-// TURNS=<n>: queued turns per session (default 3, the full run's).
+// TURNS=<n>: queued turns per session (default 3, the full run's). CONCURRENCY=<n>: sessions a worker process drives at once (default 16).
 // RUNNER=scripted: core's ScriptedRunner drives the same turns instead of the OpenAI Agents SDK (the durability layer alone).
 // BENCH_COMMITS_IN_FLIGHT=<n|Infinity>: the workers' stores' commitsInFlight (Infinity: every commit alone, no group commit).
 import { pathToFileURL } from "node:url";
@@ -23,7 +23,7 @@ for (let round = 1; round <= rounds; round++) {
       toolCalls: 2,
       sessions: 64,
       turns: Number(process.env.TURNS ?? 3),
-      concurrency: 16,
+      concurrency: Number(process.env.CONCURRENCY ?? 16),
       ...(process.env.RUNNER ? { runner: process.env.RUNNER } : {}),
     });
     const top = Object.entries(r.queriesPerStepByStatement)

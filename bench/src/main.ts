@@ -75,7 +75,9 @@ const FULL: Sizes = {
   overhead: { sessions: 20, turns: 5, toolCalls: 2, warmupSessions: 3 },
   floorRounds: 300,
   growthSessions: 6,
-  throughput: { sessions: 64, turns: 3, concurrency: 16 },
+  // 12 queued turns a session (3 before): each session's claim is spread over 60 steps, and a run lasts
+  // seconds, not under one (bench/README.md, "Steps per second without the framework").
+  throughput: { sessions: 64, turns: 12, concurrency: 16 },
   pacedTurns: 10,
   throughputRounds: 3,
   probeRounds: 15,
