@@ -40,7 +40,9 @@ interface Opened {
 }
 
 function openPostgres(url: string, schema: string, concurrency: number): Opened {
-  const pool = new pg.Pool({ connectionString: url, max: Math.max(4, Math.min(concurrency + 2, 20)) });
+  const max = Math.max(4, Math.min(concurrency + 2, 20));
+  // No idle timeout: the connections opened before the run stay open until it starts.
+  const pool = new pg.Pool({ connectionString: url, max, idleTimeoutMillis: 0 });
   pool.on("error", () => {});
   // Counts the store's statements by name (the store runs each as a named prepared statement).
   const queries: Record<string, number> = {};
@@ -67,7 +69,13 @@ function openPostgres(url: string, schema: string, concurrency: number): Opened 
     store,
     concurrency,
     queries,
-    connect: async () => void (await pool.query("SELECT 1")),
+    // Every connection of the pool is opened before the run, as in a worker that has been up for a
+    // while: a connection's start (PostgreSQL forks a backend for it, which then loads its caches)
+    // is not a step's cost (bench/README.md, "The worker's connections opened before the run").
+    connect: async () => {
+      const clients = await Promise.all(Array.from({ length: max }, () => pool.connect()));
+      for (const client of clients) client.release();
+    },
     close: async () => {
       await store.close();
       await pool.end();
