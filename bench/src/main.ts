@@ -411,6 +411,12 @@ async function runAll(
           .sort((a, b) => a.stepsPerSecond - b.stepsPerSecond);
         return ofCount[(ofCount.length - 1) >> 1]!;
       });
+    // The median runs of 1, 2 and 4 processes, and how 2 and 4 compare with 1.
+    const scaling = (ofCounts: ThroughputResult[]) => ({
+      runs: ofCounts,
+      speedup2: ofCounts[1]!.stepsPerSecond / ofCounts[0]!.stepsPerSecond,
+      speedup4: ofCounts[2]!.stepsPerSecond / ofCounts[0]!.stepsPerSecond,
+    });
     const runs = medianRuns("postgres");
     const sqliteRuns = medianRuns("sqlite");
     const scriptedRuns = medianRuns("postgres", "scripted");
@@ -487,20 +493,10 @@ async function runAll(
       throughput: {
         turnsPerSession: sizes.throughput.turns,
         rounds: sizes.throughputRounds,
-        runs,
+        ...scaling(runs),
         allRuns,
-        speedup2: runs[1]!.stepsPerSecond / runs[0]!.stepsPerSecond,
-        speedup4: runs[2]!.stepsPerSecond / runs[0]!.stepsPerSecond,
-        sqlite: {
-          runs: sqliteRuns,
-          speedup2: sqliteRuns[1]!.stepsPerSecond / sqliteRuns[0]!.stepsPerSecond,
-          speedup4: sqliteRuns[2]!.stepsPerSecond / sqliteRuns[0]!.stepsPerSecond,
-        },
-        scripted: {
-          runs: scriptedRuns,
-          speedup2: scriptedRuns[1]!.stepsPerSecond / scriptedRuns[0]!.stepsPerSecond,
-          speedup4: scriptedRuns[2]!.stepsPerSecond / scriptedRuns[0]!.stepsPerSecond,
-        },
+        sqlite: scaling(sqliteRuns),
+        scripted: scaling(scriptedRuns),
       },
       events: {
         memory: latency(memory.eventLatencyMs),

@@ -179,12 +179,12 @@ export interface BenchResults {
   readonly targets: Target[];
 }
 
-/** Largest relative change of a per-level figure from the first level. */
 /** The most steps per second of the median runs of 1, 2 and 4 processes. */
 function bestStepsPerSecond(runs: readonly ThroughputResult[]): number {
   return Math.max(...runs.map((run) => run.stepsPerSecond));
 }
 
+/** Largest relative change of a per-level figure from the first level. */
 export function spread(levels: readonly GrowthLevel[], pick: (level: GrowthLevel) => number | undefined): number {
   const base = pick(levels[0]!) ?? Number.NaN;
   let worst = 0;
