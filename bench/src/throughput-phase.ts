@@ -234,7 +234,7 @@ export async function runThroughput(options: ThroughputOptions): Promise<Through
       for (let t = 2; t <= options.turns; t++)
         await client.sendMessage(sessionId, turnScript(sessionId, t, options.toolCalls));
     }
-    const stopped: Promise<{ cpuMs: number; modelCalls: number; queries: Record<string, number> }>[] = [];
+    const stopped: Promise<{ cpuMs: number; queries: Record<string, number> }>[] = [];
     const ready: Promise<void>[] = [];
     for (let p = 0; p < options.processes; p++) {
       const child = fork(workerPath, [...backend.workerArgs, runner], {

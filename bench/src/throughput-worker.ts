@@ -25,7 +25,6 @@ export type ChildMessage =
   | {
       readonly type: "stopped";
       readonly cpuMs: number;
-      readonly modelCalls: number;
       readonly queries: Record<string, number>;
     }
   | { readonly type: "error"; readonly message: string };
@@ -115,7 +114,7 @@ async function main(): Promise<void> {
       "usage: throughput-worker postgres <url> <schema> <concurrency> <runner> | sqlite <file> <concurrency> <runner>",
     );
   const { store, concurrency, queries } = opened;
-  const { definition, modelCalls } = throughputDefinition(runner);
+  const definition = throughputDefinition(runner);
   const worker = new Worker({
     store,
     sessions: [definition],
@@ -134,7 +133,7 @@ async function main(): Promise<void> {
         await worker.stop();
         await opened.close();
         const cpu = process.cpuUsage(cpuStart);
-        send({ type: "stopped", cpuMs: (cpu.user + cpu.system) / 1000, modelCalls: modelCalls(), queries });
+        send({ type: "stopped", cpuMs: (cpu.user + cpu.system) / 1000, queries });
         process.disconnect();
       })();
     }
@@ -142,31 +141,18 @@ async function main(): Promise<void> {
   send({ type: "ready" });
 }
 
-/** The workload's agent on the given runner, and a count of its model calls. */
-function throughputDefinition(runner: ThroughputRunner): {
-  definition: SessionDefinition;
-  modelCalls: () => number;
-} {
+/** The workload's agent on the given runner. */
+function throughputDefinition(runner: ThroughputRunner): SessionDefinition {
   if (runner === "scripted") {
-    const marked = markedScriptedRunner(new StepMarks());
-    let calls = 0;
-    const definition = defineSession({
+    return defineSession({
       name: AGENT_NAME,
-      runner: {
-        ...marked,
-        runModel: (input) => {
-          calls += 1;
-          return marked.runModel(input);
-        },
-      },
+      runner: markedScriptedRunner(new StepMarks()),
       policies: { [TOOL_NAME]: { effect: "read" } },
     });
-    return { definition, modelCalls: () => calls };
   }
   const clock = new StepClock();
   clock.enabled = false;
-  const { definition, model } = makeDefinition(clock);
-  return { definition, modelCalls: () => model.inner.calls };
+  return makeDefinition(clock).definition;
 }
 
 /**
@@ -175,7 +161,7 @@ function throughputDefinition(runner: ThroughputRunner): {
  */
 async function warmUp(runner: ThroughputRunner): Promise<void> {
   const store = new MemoryStore();
-  const worker = new Worker({ store, sessions: [throughputDefinition(runner).definition] }).start();
+  const worker = new Worker({ store, sessions: [throughputDefinition(runner)] }).start();
   const client = new SessionClient({ store, agents: [AGENT_NAME] });
   for (let s = 0; s < 8; s++) {
     const sessionId = `warm-${s}`;
