@@ -2,6 +2,7 @@
 // with the time outside the runner per step split into: GC pauses outside the runner, time awaiting
 // the store (union of intervals of store calls made outside the runner), and the rest.
 // usage: node probe/growth-breakdown.mjs <memory|postgres|sqlite> [levels=10,100,1000] [sessions=10] [rounds=1]
+// Its last line: the median time outside the runner per level, and its growth from the first to the last.
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { PerformanceObserver } from "node:perf_hooks";
@@ -287,3 +288,11 @@ try {
 }
 console.log(JSON.stringify({ store: kind, sessions, rounds, callsPerTurn: Object.fromEntries(counts) }));
 for (const r of results) console.log(JSON.stringify(r));
+// The summary: per level, the median over the rounds of the time outside the runner per step, and its
+// growth from the first level to the last (the target's "flat" figure).
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const outside = levels.map((items) => median(results.filter((r) => r.items === items).map((r) => r.outsideMs)));
+const growth = ((outside.at(-1) / outside[0] - 1) * 100).toFixed(1);
+console.log(
+  `outside the runner, ms per step (median of ${rounds} rounds): ${levels.map((l, i) => `${l} items ${outside[i]}`).join(", ")}; growth ${growth} %`,
+);
