@@ -289,7 +289,8 @@ try {
 console.log(JSON.stringify({ store: kind, sessions, rounds, callsPerTurn: Object.fromEntries(counts) }));
 for (const r of results) console.log(JSON.stringify(r));
 // The summary: per level, the median over the rounds of the time outside the runner per step, and its
-// growth from the first level to the last (the target's "flat" figure).
+// growth from the first level to the last (the target's "flat" figure). With an even number of rounds the
+// median is the upper of the two middle values.
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const outside = levels.map((items) => median(results.filter((r) => r.items === items).map((r) => r.outsideMs)));
 const growth = ((outside.at(-1) / outside[0] - 1) * 100).toFixed(1);

@@ -1,9 +1,10 @@
 // A/B probe of the throughput phase on PostgreSQL: runs bench/dist/throughput-phase.js of the repo given
 // as argv[2] (its own builds of the packages) on a private PostgreSQL, PROCESSES (default 1,2) worker
-// processes, ROUNDS rounds (default 5), the full run's sizes (64 sessions x 3 turns, 16 at once per process).
+// processes, ROUNDS rounds (default 5), 64 sessions x 3 turns, 16 at once per process (the full run's sizes before
+// 0ea1fb7; the full run queues 12 turns since, TURNS=12; the default stays 3 so earlier commands measure as they did).
 // usage: node probe/throughput-ab.mjs <repo> <tag>   (e.g. a git worktree of an older commit, built, in turns with this one)
 // BENCH_COMPRESS_HEADS=1: the workers' stores write compressed heads (compressHeads: true).
-// TURNS=<n>: queued turns per session (default 3, the full run's). CONCURRENCY=<n>: sessions a worker process drives at once (default 16).
+// TURNS=<n>: queued turns per session (default 3; the full run's is 12). CONCURRENCY=<n>: sessions a worker process drives at once (default 16).
 // RUNNER=scripted: core's ScriptedRunner drives the same turns instead of the OpenAI Agents SDK (the durability layer alone).
 // BENCH_COMMITS_IN_FLIGHT=<n|Infinity>: the workers' stores' commitsInFlight (Infinity: every commit alone, no group commit).
 import { pathToFileURL } from "node:url";
